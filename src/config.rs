@@ -1,0 +1,730 @@
+//! Layered configuration: built-in defaults → global file → project file.
+//!
+//! Merge rule (the one seed-001 extensions use): a later layer replaces a key it sets, and
+//! leaves every key it does not set alone. Arrays are replaced whole, never concatenated,
+//! so a project can narrow as well as widen a list. Every effective value remembers the
+//! layer it came from, so a block message can name the file to edit.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Where a value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    Defaults,
+    File(PathBuf),
+    /// Protection the sandbox applies whatever the config says.
+    Mandatory,
+    /// Set during the session (flag, command, shortcut).
+    Runtime(String),
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Defaults => write!(f, "built-in defaults"),
+            Source::File(p) => write!(f, "{}", p.display()),
+            Source::Mandatory => write!(f, "built-in protection (cannot be turned off)"),
+            Source::Runtime(how) => write!(f, "{how}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sourced<T> {
+    pub value: T,
+    pub source: Source,
+}
+
+impl<T> Sourced<T> {
+    fn default(value: T) -> Self {
+        Sourced {
+            value,
+            source: Source::Defaults,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    ReadOnly,
+    ReadWrite,
+    Yolo,
+}
+
+impl Mode {
+    /// Accepts the canonical names and the aliases of seed 003.
+    pub fn parse(s: &str) -> Option<Mode> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "read-only" | "readonly" | "ro" => Some(Mode::ReadOnly),
+            "read-write" | "readwrite" | "rw" => Some(Mode::ReadWrite),
+            "yolo" => Some(Mode::Yolo),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::ReadOnly => "read-only",
+            Mode::ReadWrite => "read-write",
+            Mode::Yolo => "yolo",
+        }
+    }
+
+    /// Ctrl+X order: read-only → read-write → yolo → read-only.
+    pub fn next(self) -> Mode {
+        match self {
+            Mode::ReadOnly => Mode::ReadWrite,
+            Mode::ReadWrite => Mode::Yolo,
+            Mode::Yolo => Mode::ReadOnly,
+        }
+    }
+}
+
+pub const MODE_HELP: &str = "read-only (aliases readonly, ro), read-write (readwrite, rw) or yolo";
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub enabled: Sourced<bool>,
+    pub mode: Sourced<Mode>,
+    pub allowed_domains: Sourced<Vec<String>>,
+    pub denied_domains: Sourced<Vec<String>>,
+    pub deny_read: Sourced<Vec<String>>,
+    pub allow_write: Sourced<Vec<String>>,
+    pub deny_write: Sourced<Vec<String>>,
+    pub ignore_violations: Sourced<BTreeMap<String, Vec<String>>>,
+    pub enable_weaker_nested_sandbox: Sourced<bool>,
+    pub enable_weaker_network_isolation: Sourced<bool>,
+    /// Keys @anthropic-ai/sandbox-runtime accepts that this sandbox does not enforce yet;
+    /// accepted so that existing files load unchanged, and shown by `/sandbox`.
+    pub passthrough: BTreeMap<String, Sourced<Value>>,
+    /// Every file consulted, in order, and whether it existed.
+    pub layers: Vec<(PathBuf, bool)>,
+}
+
+pub const DEFAULT_ALLOWED_DOMAINS: &[&str] = &[
+    "npmjs.org",
+    "*.npmjs.org",
+    "registry.npmjs.org",
+    "registry.yarnpkg.com",
+    "pypi.org",
+    "*.pypi.org",
+    "github.com",
+    "*.github.com",
+    "api.github.com",
+    "raw.githubusercontent.com",
+];
+
+impl Config {
+    /// The built-in defaults. `auth_json` is pi's API key file, unreadable unless a layer
+    /// replaces `denyRead`.
+    pub fn defaults(auth_json: &Path) -> Config {
+        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        Config {
+            enabled: Sourced::default(true),
+            mode: Sourced::default(Mode::ReadWrite),
+            allowed_domains: Sourced::default(strings(DEFAULT_ALLOWED_DOMAINS)),
+            denied_domains: Sourced::default(vec![]),
+            deny_read: Sourced::default(vec![
+                "~/.ssh".into(),
+                "~/.aws".into(),
+                "~/.gnupg".into(),
+                auth_json.display().to_string(),
+            ]),
+            allow_write: Sourced::default(strings(&[".", "/tmp"])),
+            deny_write: Sourced::default(strings(&[".env", ".env.*", "*.pem", "*.key"])),
+            ignore_violations: Sourced::default(BTreeMap::new()),
+            enable_weaker_nested_sandbox: Sourced::default(false),
+            enable_weaker_network_isolation: Sourced::default(false),
+            passthrough: BTreeMap::new(),
+            layers: vec![],
+        }
+    }
+}
+
+/// What can go wrong with a config file. Every variant names the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigError {
+    Read {
+        file: PathBuf,
+        message: String,
+    },
+    Parse {
+        file: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    Schema {
+        file: PathBuf,
+        key: String,
+        message: String,
+    },
+}
+
+impl ConfigError {
+    /// Stable code for the JS side.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ConfigError::Read { .. } => "E_CONFIG_READ",
+            ConfigError::Parse { .. } => "E_CONFIG_PARSE",
+            ConfigError::Schema { .. } => "E_CONFIG_SCHEMA",
+        }
+    }
+
+    pub fn file(&self) -> &Path {
+        match self {
+            ConfigError::Read { file, .. }
+            | ConfigError::Parse { file, .. }
+            | ConfigError::Schema { file, .. } => file,
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::Read { file, message } => write!(
+                f,
+                "cannot read sandbox config {}: {message}. Fix its permissions or remove it.",
+                file.display()
+            ),
+            ConfigError::Parse {
+                file,
+                line,
+                column,
+                message,
+            } => write!(
+                f,
+                "{}:{line}:{column}: invalid JSON in sandbox config: {message}. Fix the syntax at that position.",
+                file.display()
+            ),
+            ConfigError::Schema { file, key, message } => write!(
+                f,
+                "{}: key `{key}`: {message}",
+                file.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+// ---- file schema -------------------------------------------------------------------------
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct FileLayer {
+    #[serde(rename = "$schema")]
+    _schema: Option<String>,
+    enabled: Option<bool>,
+    mode: Option<String>,
+    network: Option<NetworkLayer>,
+    filesystem: Option<FilesystemLayer>,
+    ignore_violations: Option<BTreeMap<String, Vec<String>>>,
+    enable_weaker_nested_sandbox: Option<bool>,
+    enable_weaker_network_isolation: Option<bool>,
+    // sandbox-runtime keys: accepted, not enforced.
+    ripgrep: Option<Value>,
+    mandatory_deny_search_depth: Option<Value>,
+    allow_pty: Option<Value>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct NetworkLayer {
+    allowed_domains: Option<Vec<String>>,
+    denied_domains: Option<Vec<String>>,
+    allow_unix_sockets: Option<Value>,
+    allow_all_unix_sockets: Option<Value>,
+    allow_local_binding: Option<Value>,
+    http_proxy_port: Option<Value>,
+    socks_proxy_port: Option<Value>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct FilesystemLayer {
+    deny_read: Option<Vec<String>>,
+    allow_write: Option<Vec<String>>,
+    deny_write: Option<Vec<String>>,
+}
+
+/// Parses one layer's text. `file` is only used in errors.
+fn parse_layer(file: &Path, text: &str) -> Result<FileLayer, ConfigError> {
+    // Syntax first, so that a syntax error is reported as one (with its position) rather
+    // than as whatever the schema makes of a truncated document.
+    let value: Value = serde_json::from_str(text).map_err(|e| ConfigError::Parse {
+        file: file.to_path_buf(),
+        line: e.line(),
+        column: e.column(),
+        message: strip_position(&e.to_string()),
+    })?;
+    if !value.is_object() {
+        return Err(ConfigError::Schema {
+            file: file.to_path_buf(),
+            key: "(top level)".into(),
+            message: "the file must hold one JSON object, e.g. {\"filesystem\": {...}}".into(),
+        });
+    }
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let key = e.path().to_string();
+        ConfigError::Schema {
+            file: file.to_path_buf(),
+            key: if key == "." {
+                "(top level)".into()
+            } else {
+                key
+            },
+            message: explain_schema_error(&e.inner().to_string()),
+        }
+    })
+}
+
+fn strip_position(msg: &str) -> String {
+    match msg.rfind(" at line ") {
+        Some(i) => msg[..i].to_string(),
+        None => msg.to_string(),
+    }
+}
+
+fn explain_schema_error(msg: &str) -> String {
+    if msg.starts_with("unknown field") {
+        format!("{msg}. Remove the key or fix its spelling (keys are case-sensitive).")
+    } else {
+        format!("{msg}.")
+    }
+}
+
+fn schema_err(file: &Path, key: String, message: String) -> ConfigError {
+    ConfigError::Schema {
+        file: file.to_path_buf(),
+        key,
+        message,
+    }
+}
+
+fn check_strings(file: &Path, key: &str, items: &[String]) -> Result<(), ConfigError> {
+    for (i, item) in items.iter().enumerate() {
+        if item.trim().is_empty() {
+            return Err(schema_err(
+                file,
+                format!("{key}[{i}]"),
+                "empty entry; remove it".into(),
+            ));
+        }
+        if item.contains('\0') {
+            return Err(schema_err(
+                file,
+                format!("{key}[{i}]"),
+                "contains a NUL byte; remove it".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_domains(file: &Path, key: &str, items: &[String]) -> Result<(), ConfigError> {
+    check_strings(file, key, items)?;
+    for (i, d) in items.iter().enumerate() {
+        let bare = d.strip_prefix("*.").unwrap_or(d);
+        let ok = !bare.is_empty()
+            && bare
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_')
+            && !bare.starts_with('.')
+            && !bare.ends_with('.');
+        if !ok {
+            return Err(schema_err(
+                file,
+                format!("{key}[{i}]"),
+                format!(
+                    "{d:?} is not a domain; write a host name such as \"example.com\" or \"*.example.com\" (no scheme, port or path)"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Applies one parsed layer on top of `cfg`.
+fn apply_layer(cfg: &mut Config, file: &Path, layer: FileLayer) -> Result<(), ConfigError> {
+    let src = || Source::File(file.to_path_buf());
+    let set = |slot: &mut Sourced<Vec<String>>, v: Option<Vec<String>>| {
+        if let Some(v) = v {
+            *slot = Sourced {
+                value: v,
+                source: src(),
+            };
+        }
+    };
+    if let Some(v) = layer.enabled {
+        cfg.enabled = Sourced {
+            value: v,
+            source: src(),
+        };
+    }
+    if let Some(m) = layer.mode {
+        let mode = Mode::parse(&m).ok_or_else(|| {
+            schema_err(
+                file,
+                "mode".into(),
+                format!("unknown mode {m:?}; use {MODE_HELP}"),
+            )
+        })?;
+        cfg.mode = Sourced {
+            value: mode,
+            source: src(),
+        };
+    }
+    let mut passthrough = |key: &str, v: Option<Value>| {
+        if let Some(v) = v {
+            cfg.passthrough.insert(
+                key.to_string(),
+                Sourced {
+                    value: v,
+                    source: src(),
+                },
+            );
+        }
+    };
+    passthrough("ripgrep", layer.ripgrep);
+    passthrough(
+        "mandatoryDenySearchDepth",
+        layer.mandatory_deny_search_depth,
+    );
+    passthrough("allowPty", layer.allow_pty);
+    if let Some(net) = layer.network {
+        passthrough("network.allowUnixSockets", net.allow_unix_sockets);
+        passthrough("network.allowAllUnixSockets", net.allow_all_unix_sockets);
+        passthrough("network.allowLocalBinding", net.allow_local_binding);
+        passthrough("network.httpProxyPort", net.http_proxy_port);
+        passthrough("network.socksProxyPort", net.socks_proxy_port);
+        if let Some(v) = &net.allowed_domains {
+            check_domains(file, "network.allowedDomains", v)?;
+        }
+        if let Some(v) = &net.denied_domains {
+            check_domains(file, "network.deniedDomains", v)?;
+        }
+        set(&mut cfg.allowed_domains, net.allowed_domains);
+        set(&mut cfg.denied_domains, net.denied_domains);
+    }
+    if let Some(fs) = layer.filesystem {
+        for (key, v) in [
+            ("filesystem.denyRead", &fs.deny_read),
+            ("filesystem.allowWrite", &fs.allow_write),
+            ("filesystem.denyWrite", &fs.deny_write),
+        ] {
+            if let Some(v) = v {
+                check_strings(file, key, v)?;
+            }
+        }
+        set(&mut cfg.deny_read, fs.deny_read);
+        set(&mut cfg.allow_write, fs.allow_write);
+        set(&mut cfg.deny_write, fs.deny_write);
+    }
+    if let Some(v) = layer.ignore_violations {
+        cfg.ignore_violations = Sourced {
+            value: v,
+            source: src(),
+        };
+    }
+    if let Some(v) = layer.enable_weaker_nested_sandbox {
+        cfg.enable_weaker_nested_sandbox = Sourced {
+            value: v,
+            source: src(),
+        };
+    }
+    if let Some(v) = layer.enable_weaker_network_isolation {
+        cfg.enable_weaker_network_isolation = Sourced {
+            value: v,
+            source: src(),
+        };
+    }
+    Ok(())
+}
+
+/// Merges `layers` (file path, file text or `None` when absent) over the defaults.
+/// Pure: the caller reads the files.
+pub fn merge(
+    auth_json: &Path,
+    layers: &[(PathBuf, Option<String>)],
+) -> Result<Config, ConfigError> {
+    let mut cfg = Config::defaults(auth_json);
+    for (file, text) in layers {
+        cfg.layers.push((file.clone(), text.is_some()));
+        if let Some(text) = text {
+            let layer = parse_layer(file, text)?;
+            apply_layer(&mut cfg, file, layer)?;
+        }
+    }
+    Ok(cfg)
+}
+
+/// The directories a session depends on, read from the environment once, at the edge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Env {
+    pub home: PathBuf,
+    pub cwd: PathBuf,
+    pub agent_dir: PathBuf,
+    pub session_dir: Option<PathBuf>,
+}
+
+impl Env {
+    /// `PI_CODING_AGENT_DIR` (default `~/.pi/agent`), `PI_CODING_AGENT_SESSION_DIR`, `HOME`.
+    /// pi expands a leading `~` in these variables, so we do too.
+    pub fn from_process(cwd: &Path) -> Env {
+        let home = dirs::home_dir().unwrap_or_else(|| PathBuf::from("/"));
+        let from_var = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .filter(|v| !v.is_empty())
+                .and_then(|v| crate::paths::expand(&v, &home, cwd).ok())
+        };
+        let agent_dir = from_var("PI_CODING_AGENT_DIR").unwrap_or_else(|| home.join(".pi/agent"));
+        let session_dir = from_var("PI_CODING_AGENT_SESSION_DIR");
+        Env {
+            home: home.clone(),
+            cwd: cwd.to_path_buf(),
+            agent_dir,
+            session_dir,
+        }
+    }
+
+    pub fn global_config(&self) -> PathBuf {
+        self.agent_dir.join("extensions").join("sandbox.json")
+    }
+
+    pub fn project_config(&self) -> PathBuf {
+        self.cwd.join(".pi").join("sandbox.json")
+    }
+
+    pub fn approvals_store(&self) -> PathBuf {
+        self.agent_dir.join("sandbox-approvals.json")
+    }
+
+    pub fn auth_json(&self) -> PathBuf {
+        self.agent_dir.join("auth.json")
+    }
+}
+
+/// Reads a layer file; absent is `None`, any other failure is an error (fail closed: an
+/// unreadable config must not silently mean "no rules").
+fn read_layer(file: &Path) -> Result<Option<String>, ConfigError> {
+    match std::fs::read(file) {
+        Ok(bytes) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| ConfigError::Read {
+                file: file.to_path_buf(),
+                message: "not valid UTF-8".into(),
+            }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(ConfigError::Read {
+            file: file.to_path_buf(),
+            message: e.to_string(),
+        }),
+    }
+}
+
+/// Loads defaults → global → project for `env`.
+pub fn load(env: &Env) -> Result<Config, ConfigError> {
+    let mut layers = Vec::new();
+    for file in [env.global_config(), env.project_config()] {
+        let text = read_layer(&file)?;
+        layers.push((file, text));
+    }
+    merge(&env.auth_json(), &layers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn auth() -> PathBuf {
+        PathBuf::from("/a/auth.json")
+    }
+
+    fn one(text: &str) -> Result<Config, ConfigError> {
+        merge(
+            &auth(),
+            &[(PathBuf::from("/p/.pi/sandbox.json"), Some(text.to_string()))],
+        )
+    }
+
+    #[test]
+    fn defaults_match_the_design_card() {
+        let c = merge(&auth(), &[]).unwrap();
+        assert!(c.enabled.value);
+        assert_eq!(c.mode.value, Mode::ReadWrite);
+        assert_eq!(
+            c.deny_read.value,
+            vec!["~/.ssh", "~/.aws", "~/.gnupg", "/a/auth.json"]
+        );
+        assert_eq!(c.allow_write.value, vec![".", "/tmp"]);
+        assert_eq!(c.deny_write.value, vec![".env", ".env.*", "*.pem", "*.key"]);
+        assert!(c
+            .allowed_domains
+            .value
+            .contains(&"*.github.com".to_string()));
+        assert_eq!(c.deny_read.source, Source::Defaults);
+    }
+
+    #[test]
+    fn later_layers_replace_keys_they_set_and_keep_the_rest() {
+        let g = PathBuf::from("/a/extensions/sandbox.json");
+        let p = PathBuf::from("/p/.pi/sandbox.json");
+        let c = merge(
+            &auth(),
+            &[
+                (
+                    g.clone(),
+                    Some(r#"{"filesystem":{"denyRead":["~/x"],"allowWrite":["~/w"]}}"#.into()),
+                ),
+                (
+                    p.clone(),
+                    Some(r#"{"filesystem":{"allowWrite":["."]}}"#.into()),
+                ),
+            ],
+        )
+        .unwrap();
+        assert_eq!(c.deny_read.value, vec!["~/x"]);
+        assert_eq!(c.deny_read.source, Source::File(g.clone()));
+        assert_eq!(c.allow_write.value, vec!["."]);
+        assert_eq!(c.allow_write.source, Source::File(p.clone()));
+        assert_eq!(c.deny_write.source, Source::Defaults);
+        assert_eq!(c.layers, vec![(g, true), (p, true)]);
+    }
+
+    #[test]
+    fn absent_files_are_skipped_and_recorded() {
+        let c = merge(&auth(), &[(PathBuf::from("/nope.json"), None)]).unwrap();
+        assert_eq!(c.layers, vec![(PathBuf::from("/nope.json"), false)]);
+        assert_eq!(c.deny_read.source, Source::Defaults);
+    }
+
+    #[test]
+    fn a_seed_file_with_every_documented_key_loads_unchanged() {
+        let c = one(r#"{
+              "enabled": true,
+              "network": {
+                "allowedDomains": ["github.com", "*.github.com", "registry.npmjs.org"],
+                "deniedDomains": ["evil.example"],
+                "allowLocalBinding": false,
+                "allowUnixSockets": ["/var/run/docker.sock"]
+              },
+              "filesystem": {
+                "denyRead": ["~/.ssh", "~/.aws", "~/.gnupg"],
+                "allowWrite": [".", "/tmp"],
+                "denyWrite": [".env", ".env.*", "*.pem", "*.key"]
+              },
+              "ignoreViolations": {"*": ["/usr/bin"], "git push": ["/usr/bin/nc"]},
+              "enableWeakerNestedSandbox": true,
+              "enableWeakerNetworkIsolation": true
+            }"#)
+        .unwrap();
+        assert_eq!(c.denied_domains.value, vec!["evil.example"]);
+        assert!(c.enable_weaker_nested_sandbox.value);
+        assert!(c.enable_weaker_network_isolation.value);
+        assert_eq!(c.ignore_violations.value["git push"], vec!["/usr/bin/nc"]);
+        assert!(c.passthrough.contains_key("network.allowUnixSockets"));
+    }
+
+    #[test]
+    fn invalid_json_names_file_line_and_column() {
+        let e = one("{\n  \"enabled\": true,\n  \"mode\" \"ro\"\n}").unwrap_err();
+        match &e {
+            ConfigError::Parse {
+                file, line, column, ..
+            } => {
+                assert_eq!(file, &PathBuf::from("/p/.pi/sandbox.json"));
+                assert_eq!(*line, 3);
+                assert_eq!(*column, 10);
+            }
+            other => panic!("expected a parse error, got {other:?}"),
+        }
+        let text = e.to_string();
+        assert!(
+            text.starts_with("/p/.pi/sandbox.json:3:10: invalid JSON"),
+            "{text}"
+        );
+        assert_eq!(e.code(), "E_CONFIG_PARSE");
+    }
+
+    #[test]
+    fn unknown_keys_name_the_key_path() {
+        let e = one(r#"{"filesystem":{"denyReed":["~/x"]}}"#).unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("filesystem.denyReed"), "{text}");
+        assert!(text.contains("unknown field"), "{text}");
+        assert_eq!(e.code(), "E_CONFIG_SCHEMA");
+        let e = one(r#"{"enabeld":true}"#).unwrap_err();
+        assert!(e.to_string().contains("`enabeld`"), "{e}");
+    }
+
+    #[test]
+    fn wrong_types_name_the_key_path_and_index() {
+        let e = one(r#"{"filesystem":{"denyWrite":[".env", 3]}}"#).unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("filesystem.denyWrite[1]"), "{text}");
+        assert!(text.contains("expected a string"), "{text}");
+        let e = one(r#"{"enabled":"yes"}"#).unwrap_err();
+        assert!(e.to_string().contains("`enabled`"), "{e}");
+        let e = one(r#"["not", "an", "object"]"#).unwrap_err();
+        assert!(e.to_string().contains("one JSON object"), "{e}");
+    }
+
+    #[test]
+    fn bad_values_are_rejected_with_the_fix() {
+        let e = one(r#"{"mode":"sometimes"}"#).unwrap_err();
+        assert!(e.to_string().contains("read-only"), "{e}");
+        let e = one(r#"{"network":{"allowedDomains":["https://github.com"]}}"#).unwrap_err();
+        assert!(e.to_string().contains("network.allowedDomains[0]"), "{e}");
+        let e = one(r#"{"filesystem":{"allowWrite":[""]}}"#).unwrap_err();
+        assert!(e.to_string().contains("filesystem.allowWrite[0]"), "{e}");
+    }
+
+    #[test]
+    fn modes_and_aliases_parse() {
+        for (s, m) in [
+            ("read-only", Mode::ReadOnly),
+            ("readonly", Mode::ReadOnly),
+            ("RO", Mode::ReadOnly),
+            ("read-write", Mode::ReadWrite),
+            ("readwrite", Mode::ReadWrite),
+            ("rw", Mode::ReadWrite),
+            ("yolo", Mode::Yolo),
+        ] {
+            assert_eq!(Mode::parse(s), Some(m), "{s}");
+        }
+        assert_eq!(Mode::parse("off"), None);
+        assert_eq!(Mode::ReadOnly.next(), Mode::ReadWrite);
+        assert_eq!(Mode::ReadWrite.next(), Mode::Yolo);
+        assert_eq!(Mode::Yolo.next(), Mode::ReadOnly);
+        let c = one(r#"{"mode":"ro"}"#).unwrap();
+        assert_eq!(c.mode.value, Mode::ReadOnly);
+    }
+
+    #[test]
+    fn load_reads_real_files_and_fails_closed_on_unreadable_ones() {
+        let t = tempfile::tempdir().unwrap();
+        let env = Env {
+            home: t.path().join("home"),
+            cwd: t.path().join("proj"),
+            agent_dir: t.path().join("agent"),
+            session_dir: None,
+        };
+        std::fs::create_dir_all(env.cwd.join(".pi")).unwrap();
+        std::fs::write(env.project_config(), r#"{"mode":"ro"}"#).unwrap();
+        let c = load(&env).unwrap();
+        assert_eq!(c.mode.source, Source::File(env.project_config()));
+        // a directory where the file should be cannot be read: error, not "no rules"
+        std::fs::create_dir_all(env.global_config()).unwrap();
+        let e = load(&env).unwrap_err();
+        assert_eq!(e.code(), "E_CONFIG_READ");
+        assert_eq!(e.file(), env.global_config());
+    }
+}

@@ -1,0 +1,877 @@
+//! Read/write decisions for canonical paths.
+//!
+//! Order for a write: mode → pi's control surface (mandatory) → denyWrite (deny wins) →
+//! allowWrite containment → otherwise blocked. For a read: mode → denyRead → env files.
+//! Every decision names the rule that decided and where the rule came from.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+
+use crate::config::{Config, Env, Mode, Source, Sourced};
+use crate::paths::{self, PathError};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Read,
+    Write,
+}
+
+impl Op {
+    pub fn parse(s: &str) -> Option<Op> {
+        match s {
+            "read" => Some(Op::Read),
+            "write" => Some(Op::Write),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::Read => "read",
+            Op::Write => "write",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Allow,
+    /// Allowed only if the user says so (no UI: blocked).
+    Prompt,
+    Deny,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Allow => "allow",
+            Verdict::Prompt => "prompt",
+            Verdict::Deny => "deny",
+        }
+    }
+}
+
+/// `PI_SANDBOX_APPROVAL_MODE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovalMode {
+    Ask,
+    Always,
+    Deny,
+}
+
+impl ApprovalMode {
+    pub fn parse(s: &str) -> Option<ApprovalMode> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "" | "ask" => Some(ApprovalMode::Ask),
+            "always" => Some(ApprovalMode::Always),
+            "deny" => Some(ApprovalMode::Deny),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalMode::Ask => "ask",
+            ApprovalMode::Always => "always",
+            ApprovalMode::Deny => "deny",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub verdict: Verdict,
+    pub op: Op,
+    /// The canonical path that was checked (what the kernel will open).
+    pub path: PathBuf,
+    /// The rule that decided, e.g. `denyWrite pattern '*.pem'`.
+    pub rule: String,
+    /// Where that rule came from: a file path, `built-in defaults`, ...
+    pub source: String,
+    /// One sentence for the user and the model: what, why, and how to change it.
+    pub reason: String,
+}
+
+impl Decision {
+    pub fn allowed(&self) -> bool {
+        self.verdict == Verdict::Allow
+    }
+}
+
+/// One rule consulted while deciding, for `explain`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    pub rule: String,
+    pub source: String,
+    pub matched: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GuardError {
+    Path(PathError),
+    /// A config entry that cannot be turned into a rule.
+    Rule {
+        key: String,
+        entry: String,
+        source: String,
+        message: String,
+    },
+}
+
+impl fmt::Display for GuardError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GuardError::Path(e) => write!(f, "{e}"),
+            GuardError::Rule {
+                key,
+                entry,
+                source,
+                message,
+            } => write!(f, "{source}: key `{key}`: entry {entry:?}: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for GuardError {}
+
+impl From<PathError> for GuardError {
+    fn from(e: PathError) -> Self {
+        GuardError::Path(e)
+    }
+}
+
+// ---- rules -------------------------------------------------------------------------------
+
+#[derive(Debug, Clone)]
+struct Rule {
+    /// `denyRead entry '~/.ssh'`, `denyWrite pattern '*.pem'`, ...
+    label: String,
+    source: String,
+    /// Why a mandatory rule exists.
+    why: Option<&'static str>,
+}
+
+/// A set of path rules matched against a canonical path *and each of its ancestors*, so a
+/// rule naming a directory covers everything below it. Literal paths are looked up in a hash
+/// map and globs in one `GlobSet`, so the cost per check grows with path depth, not with the
+/// number of rules.
+#[derive(Debug, Clone, Default)]
+struct RuleSet {
+    rules: Vec<Rule>,
+    literal: HashMap<PathBuf, usize>,
+    basename: Option<(GlobSet, Vec<usize>)>,
+    fullpath: Option<(GlobSet, Vec<usize>)>,
+}
+
+struct RuleSetBuilder {
+    set: RuleSet,
+    basename: (GlobSetBuilder, Vec<usize>),
+    fullpath: (GlobSetBuilder, Vec<usize>),
+}
+
+impl Default for RuleSetBuilder {
+    fn default() -> Self {
+        RuleSetBuilder {
+            set: RuleSet::default(),
+            basename: (GlobSetBuilder::new(), Vec::new()),
+            fullpath: (GlobSetBuilder::new(), Vec::new()),
+        }
+    }
+}
+
+impl RuleSetBuilder {
+    fn push_rule(&mut self, rule: Rule) -> usize {
+        self.set.rules.push(rule);
+        self.set.rules.len() - 1
+    }
+
+    fn literal(&mut self, path: PathBuf, rule: Rule) {
+        let i = self.push_rule(rule);
+        // First rule wins when two entries name the same path.
+        self.set.literal.entry(path).or_insert(i);
+    }
+
+    fn basename_glob(&mut self, glob: Glob, rule: Rule) {
+        let i = self.push_rule(rule);
+        self.basename.0.add(glob);
+        self.basename.1.push(i);
+    }
+
+    fn path_glob(&mut self, glob: Glob, rule: Rule) {
+        let i = self.push_rule(rule);
+        self.fullpath.0.add(glob);
+        self.fullpath.1.push(i);
+    }
+
+    fn build(mut self) -> Result<RuleSet, globset::Error> {
+        if !self.basename.1.is_empty() {
+            self.set.basename = Some((self.basename.0.build()?, self.basename.1));
+        }
+        if !self.fullpath.1.is_empty() {
+            self.set.fullpath = Some((self.fullpath.0.build()?, self.fullpath.1));
+        }
+        Ok(self.set)
+    }
+}
+
+impl RuleSet {
+    /// The first rule (in config order) that matches `path` or one of its ancestors.
+    fn first_match(&self, path: &Path) -> Option<&Rule> {
+        let mut best: Option<usize> = None;
+        let mut keep = |i: usize| {
+            if best.is_none_or(|b| i < b) {
+                best = Some(i);
+            }
+        };
+        for ancestor in path.ancestors() {
+            if let Some(&i) = self.literal.get(ancestor) {
+                keep(i);
+            }
+            if let (Some((set, idx)), Some(name)) = (&self.basename, ancestor.file_name()) {
+                for m in set.matches(name) {
+                    keep(idx[m]);
+                }
+            }
+            if let Some((set, idx)) = &self.fullpath {
+                for m in set.matches(ancestor) {
+                    keep(idx[m]);
+                }
+            }
+        }
+        best.map(|i| &self.rules[i])
+    }
+
+    fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+}
+
+fn has_glob_chars(s: &str) -> bool {
+    s.contains(['*', '?', '[', '{'])
+}
+
+fn compile_glob(pattern: &str) -> Result<Glob, globset::Error> {
+    GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+}
+
+/// A directory rule: canonical path plus where it came from.
+#[derive(Debug, Clone)]
+struct DirRule {
+    path: PathBuf,
+    raw: String,
+    source: String,
+}
+
+/// The compiled policy for one session: what the guard consults on every call.
+#[derive(Debug, Clone)]
+pub struct Guard {
+    env: Env,
+    enabled: Sourced<bool>,
+    mode: Sourced<Mode>,
+    approval: ApprovalMode,
+    deny_read: RuleSet,
+    deny_write: RuleSet,
+    mandatory_write: RuleSet,
+    /// Writable whatever allowWrite says (pi's session folders), and exempt from the
+    /// agent-dir protection.
+    session_dirs: Vec<DirRule>,
+    allow_write: Vec<DirRule>,
+    /// Canonical denyRead paths, for recursive tools.
+    deny_read_paths: Vec<DirRule>,
+}
+
+impl Guard {
+    /// Compiles `config` for the session described by `env`. Every `~`, `.` and relative
+    /// entry is expanded against `env` now, and canonicalised, so later checks compare
+    /// canonical paths only.
+    pub fn new(config: &Config, env: &Env, approval: ApprovalMode) -> Result<Guard, GuardError> {
+        let cwd = paths::canonicalize(&env.cwd)?;
+        let home = paths::canonicalize(&env.home)?;
+        let env = Env {
+            cwd,
+            home,
+            agent_dir: paths::canonicalize(&env.agent_dir)?,
+            session_dir: match &env.session_dir {
+                Some(d) => Some(paths::canonicalize(d)?),
+                None => None,
+            },
+        };
+        let rule_err =
+            |key: &str, entry: &str, source: &Source, message: String| GuardError::Rule {
+                key: key.to_string(),
+                entry: entry.to_string(),
+                source: source.to_string(),
+                message,
+            };
+
+        // denyRead: paths (directories or files). Globs are refused: the OS layer can only
+        // mask paths, and one policy must mean the same thing in both layers.
+        let mut deny_read = RuleSetBuilder::default();
+        let mut deny_read_paths = Vec::new();
+        for raw in &config.deny_read.value {
+            if has_glob_chars(raw) {
+                return Err(rule_err(
+                    "filesystem.denyRead",
+                    raw,
+                    &config.deny_read.source,
+                    "denyRead takes directories or files, not patterns; list the path itself (patterns belong in denyWrite)".into(),
+                ));
+            }
+            let path = paths::resolve(raw, &env.home, &env.cwd)?;
+            let source = config.deny_read.source.to_string();
+            deny_read.literal(
+                path.clone(),
+                Rule {
+                    label: format!("denyRead entry '{raw}'"),
+                    source: source.clone(),
+                    why: None,
+                },
+            );
+            deny_read_paths.push(DirRule {
+                path,
+                raw: raw.clone(),
+                source,
+            });
+        }
+
+        // denyWrite: a pattern without '/' matches a file or directory name anywhere; one
+        // with '/' matches the whole path (relative ones from the project root, `**/...`
+        // anywhere).
+        let mut deny_write = RuleSetBuilder::default();
+        for raw in &config.deny_write.value {
+            let rule = Rule {
+                label: format!("denyWrite pattern '{raw}'"),
+                source: config.deny_write.source.to_string(),
+                why: None,
+            };
+            let bad = |e: globset::Error| {
+                rule_err(
+                    "filesystem.denyWrite",
+                    raw,
+                    &config.deny_write.source,
+                    format!("not a valid glob: {}", e.kind()),
+                )
+            };
+            let trimmed = raw.trim_end_matches('/');
+            if !trimmed.contains('/') {
+                deny_write.basename_glob(compile_glob(trimmed).map_err(bad)?, rule);
+            } else if !has_glob_chars(trimmed) {
+                let path = paths::resolve(trimmed, &env.home, &env.cwd)?;
+                deny_write.literal(path, rule);
+            } else {
+                let anchored = anchor_pattern(trimmed, &env)?;
+                deny_write.path_glob(compile_glob(&anchored).map_err(bad)?, rule);
+            }
+        }
+
+        // allowWrite: directories only.
+        let mut allow_write = Vec::new();
+        for raw in &config.allow_write.value {
+            if has_glob_chars(raw) {
+                return Err(rule_err(
+                    "filesystem.allowWrite",
+                    raw,
+                    &config.allow_write.source,
+                    "allowWrite takes directories, not patterns; list the directory itself".into(),
+                ));
+            }
+            allow_write.push(DirRule {
+                path: paths::resolve(raw, &env.home, &env.cwd)?,
+                raw: raw.clone(),
+                source: config.allow_write.source.to_string(),
+            });
+        }
+
+        let mut session_dirs = vec![DirRule {
+            path: env.agent_dir.join("sessions"),
+            raw: "<agent dir>/sessions".into(),
+            source: Source::Mandatory.to_string(),
+        }];
+        if let Some(d) = &env.session_dir {
+            session_dirs.push(DirRule {
+                path: d.clone(),
+                raw: "$PI_CODING_AGENT_SESSION_DIR".into(),
+                source: Source::Mandatory.to_string(),
+            });
+        }
+
+        let mandatory_write = mandatory_write_rules(&env).map_err(|e| GuardError::Rule {
+            key: "(built-in)".into(),
+            entry: String::new(),
+            source: Source::Mandatory.to_string(),
+            message: e.to_string(),
+        })?;
+
+        let build = |b: RuleSetBuilder, key: &str, source: &Source| {
+            b.build()
+                .map_err(|e| rule_err(key, "", source, format!("not a valid glob: {e}")))
+        };
+        Ok(Guard {
+            deny_read: build(deny_read, "filesystem.denyRead", &config.deny_read.source)?,
+            deny_write: build(
+                deny_write,
+                "filesystem.denyWrite",
+                &config.deny_write.source,
+            )?,
+            mandatory_write,
+            session_dirs,
+            allow_write,
+            deny_read_paths,
+            enabled: config.enabled.clone(),
+            mode: config.mode.clone(),
+            approval,
+            env,
+        })
+    }
+
+    pub fn env(&self) -> &Env {
+        &self.env
+    }
+
+    pub fn mode(&self) -> &Sourced<Mode> {
+        &self.mode
+    }
+
+    pub fn set_mode(&mut self, mode: Mode, how: &str) {
+        self.mode = Sourced {
+            value: mode,
+            source: Source::Runtime(how.to_string()),
+        };
+    }
+
+    pub fn enabled(&self) -> &Sourced<bool> {
+        &self.enabled
+    }
+
+    pub fn approval_mode(&self) -> ApprovalMode {
+        self.approval
+    }
+
+    /// Decides `op` on an already absolute path (canonicalised here).
+    pub fn check(&self, op: Op, path: &Path) -> Decision {
+        self.explain(op, path).0
+    }
+
+    /// Decides and returns every rule consulted, in order.
+    pub fn explain(&self, op: Op, path: &Path) -> (Decision, Vec<Step>) {
+        let mut steps = Vec::new();
+        let canonical = match paths::canonicalize(path) {
+            Ok(p) => p,
+            Err(e) => {
+                let d = Decision {
+                    verdict: Verdict::Deny,
+                    op,
+                    path: path.to_path_buf(),
+                    rule: "path resolution".into(),
+                    source: Source::Mandatory.to_string(),
+                    reason: format!(
+                        "Blocked {} of {}: {e}. The sandbox cannot tell which file this is, so it refuses.",
+                        op.as_str(),
+                        path.display()
+                    ),
+                };
+                return (d, steps);
+            }
+        };
+        let d = self.decide(op, &canonical, &mut steps);
+        (d, steps)
+    }
+
+    fn decide(&self, op: Op, path: &Path, steps: &mut Vec<Step>) -> Decision {
+        let shown = path.display();
+        let make = |verdict, rule: String, source: String, reason: String| Decision {
+            verdict,
+            op,
+            path: path.to_path_buf(),
+            rule,
+            source,
+            reason,
+        };
+        let mut step = |rule: String, source: String, matched: bool| {
+            steps.push(Step {
+                rule,
+                source,
+                matched,
+            })
+        };
+
+        step(
+            format!("enabled = {}", self.enabled.value),
+            self.enabled.source.to_string(),
+            !self.enabled.value,
+        );
+        if !self.enabled.value {
+            return make(
+                Verdict::Allow,
+                "enabled = false".into(),
+                self.enabled.source.to_string(),
+                format!("The sandbox is disabled ({}).", self.enabled.source),
+            );
+        }
+        let mode = self.mode.value;
+        step(
+            format!("mode {}", mode.as_str()),
+            self.mode.source.to_string(),
+            mode == Mode::Yolo || (mode == Mode::ReadOnly && op == Op::Write),
+        );
+        if mode == Mode::Yolo {
+            return make(
+                Verdict::Allow,
+                "mode yolo".into(),
+                self.mode.source.to_string(),
+                "Sandbox mode is yolo: nothing is checked.".into(),
+            );
+        }
+
+        match op {
+            Op::Read => self.decide_read(path, steps, make),
+            Op::Write => {
+                if mode == Mode::ReadOnly {
+                    return make(
+                        Verdict::Deny,
+                        "mode read-only".into(),
+                        self.mode.source.to_string(),
+                        format!(
+                            "Blocked write to {shown}: the sandbox is in read-only mode (set by {}). Switch with /sandbox-mode read-write or Ctrl+X.",
+                            self.mode.source
+                        ),
+                    );
+                }
+                self.decide_write(path, steps, make)
+            }
+        }
+    }
+
+    fn decide_read(
+        &self,
+        path: &Path,
+        steps: &mut Vec<Step>,
+        make: impl Fn(Verdict, String, String, String) -> Decision,
+    ) -> Decision {
+        let shown = path.display();
+        let hit = self.deny_read.first_match(path);
+        steps.push(Step {
+            rule: "denyRead".into(),
+            source: hit
+                .map(|r| r.source.clone())
+                .unwrap_or_else(|| "all layers".into()),
+            matched: hit.is_some(),
+        });
+        if let Some(rule) = hit {
+            return make(
+                Verdict::Deny,
+                rule.label.clone(),
+                rule.source.clone(),
+                format!(
+                    "Blocked read of {shown}: it is covered by {} from {}. To allow it, remove that entry from filesystem.denyRead in {}.",
+                    rule.label,
+                    rule.source,
+                    self.where_to_edit(&rule.source)
+                ),
+            );
+        }
+        let env_file = is_env_file(path);
+        steps.push(Step {
+            rule: format!(
+                "sensitive env file (approval mode {})",
+                self.approval.as_str()
+            ),
+            source: "PI_SANDBOX_APPROVAL_MODE".into(),
+            matched: env_file,
+        });
+        if env_file {
+            let rule = "sensitive env file (.env, .env.*)".to_string();
+            let source = format!("PI_SANDBOX_APPROVAL_MODE={}", self.approval.as_str());
+            return match self.approval {
+                ApprovalMode::Always => make(
+                    Verdict::Allow,
+                    rule,
+                    source,
+                    format!("{shown} is an env file; approval mode 'always' allows reading it."),
+                ),
+                ApprovalMode::Ask => make(
+                    Verdict::Prompt,
+                    rule,
+                    source,
+                    format!(
+                        "Reading {shown} needs your approval: env files usually hold secrets. Without a UI to ask in, it is blocked; set PI_SANDBOX_APPROVAL_MODE=always to allow such reads."
+                    ),
+                ),
+                ApprovalMode::Deny => make(
+                    Verdict::Deny,
+                    rule,
+                    source,
+                    format!(
+                        "Blocked read of {shown}: env files usually hold secrets and PI_SANDBOX_APPROVAL_MODE=deny refuses them. Unset it (or set ask) to be asked instead."
+                    ),
+                ),
+            };
+        }
+        make(
+            Verdict::Allow,
+            "no denyRead entry covers it".into(),
+            "all layers".into(),
+            format!("Read of {shown} is allowed."),
+        )
+    }
+
+    fn decide_write(
+        &self,
+        path: &Path,
+        steps: &mut Vec<Step>,
+        make: impl Fn(Verdict, String, String, String) -> Decision,
+    ) -> Decision {
+        let shown = path.display();
+        let in_session_dir = self.session_dirs.iter().find(|d| path.starts_with(&d.path));
+        let mandatory = if in_session_dir.is_some() {
+            None
+        } else {
+            self.mandatory_write.first_match(path)
+        };
+        steps.push(Step {
+            rule: "pi control surface".into(),
+            source: Source::Mandatory.to_string(),
+            matched: mandatory.is_some(),
+        });
+        if let Some(rule) = mandatory {
+            return make(
+                Verdict::Deny,
+                rule.label.clone(),
+                rule.source.clone(),
+                format!(
+                    "Blocked write to {shown}: it is part of pi's control surface ({}), which the agent may never change, whatever the config says. Edit it yourself outside pi if the change is wanted.",
+                    rule.why.unwrap_or("protected")
+                ),
+            );
+        }
+        let deny = self.deny_write.first_match(path);
+        steps.push(Step {
+            rule: "denyWrite".into(),
+            source: deny
+                .map(|r| r.source.clone())
+                .unwrap_or_else(|| "all layers".into()),
+            matched: deny.is_some(),
+        });
+        if let Some(rule) = deny {
+            return make(
+                Verdict::Deny,
+                rule.label.clone(),
+                rule.source.clone(),
+                format!(
+                    "Blocked write to {shown}: it matches {} from {} (denyWrite wins over allowWrite). To allow it, remove that pattern from filesystem.denyWrite in {}.",
+                    rule.label,
+                    rule.source,
+                    self.where_to_edit(&rule.source)
+                ),
+            );
+        }
+        if let Some(dir) = in_session_dir {
+            steps.push(Step {
+                rule: format!("pi session folder {}", dir.path.display()),
+                source: dir.source.clone(),
+                matched: true,
+            });
+            return make(
+                Verdict::Allow,
+                format!("pi session folder '{}'", dir.raw),
+                dir.source.clone(),
+                format!("Write to {shown} is allowed: it is inside pi's session folder."),
+            );
+        }
+        let allow = self.allow_write.iter().find(|d| path.starts_with(&d.path));
+        steps.push(Step {
+            rule: "allowWrite".into(),
+            source: allow
+                .map(|d| d.source.clone())
+                .unwrap_or_else(|| "all layers".into()),
+            matched: allow.is_some(),
+        });
+        if let Some(dir) = allow {
+            return make(
+                Verdict::Allow,
+                format!("allowWrite entry '{}'", dir.raw),
+                dir.source.clone(),
+                format!(
+                    "Write to {shown} is allowed by allowWrite entry '{}' from {}.",
+                    dir.raw, dir.source
+                ),
+            );
+        }
+        let listed: Vec<String> = self
+            .allow_write
+            .iter()
+            .map(|d| d.path.display().to_string())
+            .collect();
+        let source = self
+            .allow_write
+            .first()
+            .map(|d| d.source.clone())
+            .unwrap_or_else(|| "all layers".into());
+        make(
+            Verdict::Deny,
+            "outside allowWrite".into(),
+            source.clone(),
+            format!(
+                "Blocked write to {shown}: it is outside every allowWrite directory ({}; from {}). To allow it, add its directory to filesystem.allowWrite in {}.",
+                if listed.is_empty() { "none".to_string() } else { listed.join(", ") },
+                source,
+                self.env.project_config().display()
+            ),
+        )
+    }
+
+    /// For recursive tools (grep, find): the root must be readable, and no denyRead entry may
+    /// lie below it, since those tools would list or search inside it.
+    pub fn check_search(&self, root: &Path, tool: &str) -> Decision {
+        let d = self.check(Op::Read, root);
+        if d.verdict != Verdict::Allow || !self.active() {
+            return d;
+        }
+        let root = d.path.clone();
+        let inside = self
+            .deny_read_paths
+            .iter()
+            .find(|r| r.path != root && r.path.starts_with(&root) && r.path.exists());
+        if let Some(r) = inside {
+            return Decision {
+                verdict: Verdict::Deny,
+                op: Op::Read,
+                path: root.clone(),
+                rule: format!("denyRead entry '{}'", r.raw),
+                source: r.source.clone(),
+                reason: format!(
+                    "Blocked {tool} in {}: it would look inside {}, which denyRead entry '{}' from {} protects. Search a narrower path that does not contain it.",
+                    root.display(),
+                    r.path.display(),
+                    r.raw,
+                    r.source
+                ),
+            };
+        }
+        d
+    }
+
+    /// Whether checks apply at all (enabled and not yolo).
+    pub fn active(&self) -> bool {
+        self.enabled.value && self.mode.value != Mode::Yolo
+    }
+
+    fn where_to_edit(&self, source: &str) -> String {
+        if source == Source::Defaults.to_string() {
+            format!(
+                "{} or {} (a layer's list replaces the defaults)",
+                self.env.global_config().display(),
+                self.env.project_config().display()
+            )
+        } else {
+            source.to_string()
+        }
+    }
+
+    /// Canonical denyRead paths (for display and for the OS layer).
+    pub fn deny_read_paths(&self) -> impl Iterator<Item = &Path> {
+        self.deny_read_paths.iter().map(|r| r.path.as_path())
+    }
+
+    /// Canonical allowWrite directories.
+    pub fn allow_write_paths(&self) -> impl Iterator<Item = &Path> {
+        self.allow_write.iter().map(|r| r.path.as_path())
+    }
+
+    pub fn has_rules(&self) -> bool {
+        !self.deny_read.is_empty() || !self.deny_write.is_empty()
+    }
+}
+
+/// `.env` or `.env.<anything>` (seed 000).
+pub fn is_env_file(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n == ".env" || n.starts_with(".env."))
+}
+
+/// Anchors a path pattern: `~/` and `/` are absolute, `**/` matches anywhere, anything else
+/// is relative to the project root. Literal prefixes are canonicalised and glob-escaped.
+fn anchor_pattern(pattern: &str, env: &Env) -> Result<String, PathError> {
+    if pattern.starts_with("**") {
+        return Ok(pattern.to_string());
+    }
+    let expanded = paths::expand(pattern, &env.home, &env.cwd)?;
+    let text = expanded.to_string_lossy().into_owned();
+    // Split at the first component holding a glob character; canonicalise what precedes it.
+    let mut literal = PathBuf::from("/");
+    let mut rest: Vec<&str> = Vec::new();
+    for part in text.split('/').filter(|p| !p.is_empty() && *p != ".") {
+        if rest.is_empty() && !has_glob_chars(part) {
+            literal.push(part);
+        } else {
+            rest.push(part);
+        }
+    }
+    let literal = paths::canonicalize(&literal)?;
+    let mut out = globset::escape(&literal.to_string_lossy());
+    for part in rest {
+        if !out.ends_with('/') {
+            out.push('/');
+        }
+        out.push_str(part);
+    }
+    Ok(out)
+}
+
+/// pi's control surface: never writable by the agent.
+fn mandatory_write_rules(env: &Env) -> Result<RuleSet, globset::Error> {
+    let mut b = RuleSetBuilder::default();
+    let rule = |label: &str, why: &'static str| Rule {
+        label: label.to_string(),
+        source: Source::Mandatory.to_string(),
+        why: Some(why),
+    };
+    b.literal(
+        env.agent_dir.clone(),
+        rule(
+            &format!("pi agent dir {}", env.agent_dir.display()),
+            "pi's agent dir: settings, models, auth, extensions, the sandbox config and approvals",
+        ),
+    );
+    b.literal(
+        env.cwd.join(".pi"),
+        rule(
+            "project .pi directory",
+            "the project's .pi directory: settings, extensions and the sandbox config",
+        ),
+    );
+    // A planted `.pi` anywhere becomes a project config the next time pi starts there.
+    b.basename_glob(
+        compile_glob(".pi")?,
+        rule(
+            ".pi directory",
+            "a .pi directory: pi loads extensions and settings from it",
+        ),
+    );
+    for (pattern, label) in [
+        ("**/.git/hooks", "git hooks"),
+        ("**/.git/config", "git config"),
+        ("**/.git/config.worktree", "git config"),
+        ("**/.git/worktrees/*/config.worktree", "git config"),
+    ] {
+        b.path_glob(
+            compile_glob(pattern)?,
+            rule(
+                label,
+                "git hooks and config run commands outside the sandbox",
+            ),
+        );
+    }
+    b.build()
+}
+
+#[cfg(test)]
+#[path = "guard_tests.rs"]
+mod tests;

@@ -1,0 +1,268 @@
+//! N-API exports only: convert JS values, call the modules, map errors to JS errors with a
+//! stable `code`.
+
+pub mod config;
+pub mod guard;
+pub mod paths;
+pub mod session;
+pub mod tools;
+
+use std::path::{Path, PathBuf};
+
+use napi::Error;
+use napi_derive::napi;
+use serde_json::Value;
+
+use crate::config::{Env, Mode};
+use crate::guard::{Decision, Op, Step};
+use crate::session::{Options, Session};
+
+/// A JS error whose `code` is our stable code (e.g. `E_BAD_MODE`).
+fn js_error(code: &str, message: impl Into<String>) -> Error<String> {
+    Error::new(code.to_string(), message.into())
+}
+
+#[napi(object)]
+pub struct LoadOptions {
+    /// The session's working directory (pi's `ctx.cwd`).
+    pub cwd: String,
+    /// Defaults to `$HOME`.
+    pub home: Option<String>,
+    /// Defaults to `$PI_CODING_AGENT_DIR`, else `~/.pi/agent`.
+    pub agent_dir: Option<String>,
+    /// Defaults to `$PI_CODING_AGENT_SESSION_DIR`.
+    pub session_dir: Option<String>,
+    /// Defaults to `$PI_SANDBOX_APPROVAL_MODE` (ask when unset).
+    pub approval_mode: Option<String>,
+}
+
+#[napi(object)]
+pub struct JsDecision {
+    /// "allow" | "prompt" | "deny"
+    pub verdict: String,
+    /// "read" | "write"
+    pub op: String,
+    /// Canonical path that was checked.
+    pub path: String,
+    /// The rule that decided.
+    pub rule: String,
+    /// The file (or "built-in defaults", ...) the rule came from.
+    pub source: String,
+    /// What happened, why, and how to change it.
+    pub reason: String,
+}
+
+impl From<Decision> for JsDecision {
+    fn from(d: Decision) -> Self {
+        JsDecision {
+            verdict: d.verdict.as_str().into(),
+            op: d.op.as_str().into(),
+            path: d.path.display().to_string(),
+            rule: d.rule,
+            source: d.source,
+            reason: d.reason,
+        }
+    }
+}
+
+#[napi(object)]
+pub struct JsToolDecision {
+    pub decision: JsDecision,
+    /// Input key to overwrite before pi runs the tool (e.g. grep's `glob`), if any.
+    pub patch_key: Option<String>,
+    pub patch_value: Option<Value>,
+}
+
+#[napi(object)]
+pub struct JsStep {
+    pub rule: String,
+    pub source: String,
+    pub matched: bool,
+}
+
+impl From<Step> for JsStep {
+    fn from(s: Step) -> Self {
+        JsStep {
+            rule: s.rule,
+            source: s.source,
+            matched: s.matched,
+        }
+    }
+}
+
+#[napi(object)]
+pub struct JsExplanation {
+    pub decision: JsDecision,
+    /// Every rule consulted, in the order the guard consulted them.
+    pub steps: Vec<JsStep>,
+}
+
+#[napi(object)]
+pub struct JsLoadError {
+    /// E_CONFIG_PARSE, E_CONFIG_SCHEMA, E_CONFIG_READ, E_CONFIG_RULE, E_CONFIG_PATH,
+    /// E_APPROVAL_MODE
+    pub code: String,
+    pub message: String,
+    pub file: Option<String>,
+}
+
+fn parse_op(op: &str) -> napi::Result<Op, String> {
+    Op::parse(op).ok_or_else(|| {
+        js_error(
+            "E_BAD_OP",
+            format!("unknown operation {op:?}; use \"read\" or \"write\""),
+        )
+    })
+}
+
+fn absolute(path: &str, cwd: &Path, home: &Path) -> napi::Result<PathBuf, String> {
+    paths::expand(path, home, cwd).map_err(|e| js_error("E_BAD_PATH", e.to_string()))
+}
+
+/// The policy of one pi session. Never throws for a broken config: it loads in a refusing
+/// state (see `error`) so that every check fails closed with the reason.
+#[napi]
+pub struct Sandbox {
+    session: Session,
+}
+
+#[napi]
+impl Sandbox {
+    #[napi(factory)]
+    pub fn load(options: LoadOptions) -> napi::Result<Sandbox, String> {
+        if options.cwd.is_empty() {
+            return Err(js_error("E_BAD_PATH", "cwd must not be empty"));
+        }
+        let cwd = PathBuf::from(&options.cwd);
+        if !cwd.is_absolute() {
+            return Err(js_error(
+                "E_BAD_PATH",
+                format!("cwd must be absolute, got {:?}", options.cwd),
+            ));
+        }
+        let mut env = Env::from_process(&cwd);
+        if let Some(h) = options.home {
+            env.home = PathBuf::from(h);
+        }
+        if let Some(a) = options.agent_dir {
+            env.agent_dir = absolute(&a, &cwd, &env.home)?;
+        }
+        if let Some(s) = options.session_dir {
+            env.session_dir = Some(absolute(&s, &cwd, &env.home)?);
+        }
+        let approval_mode = options
+            .approval_mode
+            .or_else(|| std::env::var("PI_SANDBOX_APPROVAL_MODE").ok());
+        Ok(Sandbox {
+            session: Session::load(Options { env, approval_mode }),
+        })
+    }
+
+    /// Why the policy could not be loaded, or null.
+    #[napi(getter)]
+    pub fn error(&self) -> Option<JsLoadError> {
+        self.session.error().map(|e| JsLoadError {
+            code: e.code.into(),
+            message: e.message.clone(),
+            file: e.file.as_ref().map(|f| f.display().to_string()),
+        })
+    }
+
+    /// Decides a read or write of `path` (relative paths resolve against the session cwd).
+    #[napi]
+    pub fn check(&self, op: String, path: String) -> napi::Result<JsDecision, String> {
+        let op = parse_op(&op)?;
+        let env = self.session.env();
+        let p = absolute(&path, &env.cwd, &env.home)?;
+        Ok(self.session.check(op, &p).into())
+    }
+
+    /// Like `check`, with every rule consulted on the way.
+    #[napi]
+    pub fn explain(&self, op: String, path: String) -> napi::Result<JsExplanation, String> {
+        let op = parse_op(&op)?;
+        let env = self.session.env();
+        let p = absolute(&path, &env.cwd, &env.home)?;
+        let (d, steps) = self.session.explain(op, &p);
+        Ok(JsExplanation {
+            decision: d.into(),
+            steps: steps.into_iter().map(Into::into).collect(),
+        })
+    }
+
+    /// Checks one pi tool call (`event.toolName`, `event.input`). Re-reads the config files
+    /// first if they changed. Null for tools the path guard does not cover.
+    #[napi]
+    pub fn check_tool(&mut self, tool: String, input: Value) -> Option<JsToolDecision> {
+        self.session.refresh();
+        self.session.check_tool(&tool, &input).map(|c| {
+            let (patch_key, patch_value) = match c.patch {
+                Some((k, v)) => (Some(k), Some(v)),
+                None => (None, None),
+            };
+            JsToolDecision {
+                decision: c.decision.into(),
+                patch_key,
+                patch_value,
+            }
+        })
+    }
+
+    /// Re-reads the config files now.
+    #[napi]
+    pub fn reload(&mut self) {
+        self.session.reload();
+    }
+
+    /// "read-only" | "read-write" | "yolo"
+    #[napi(getter)]
+    pub fn mode(&self) -> String {
+        self.session.mode().as_str().into()
+    }
+
+    /// False when the config says `enabled: false`.
+    #[napi(getter)]
+    pub fn enabled(&self) -> bool {
+        self.session.enabled()
+    }
+
+    /// Sets the mode for the rest of the session; `how` is shown as its source.
+    #[napi]
+    pub fn set_mode(&mut self, mode: String, how: String) -> napi::Result<String, String> {
+        self.session
+            .set_mode(&mode, &how)
+            .map(|m| m.as_str().into())
+            .map_err(|e| js_error("E_BAD_MODE", e))
+    }
+
+    /// read-only → read-write → yolo → read-only; returns the new mode.
+    #[napi]
+    pub fn cycle_mode(&mut self, how: String) -> String {
+        self.session.cycle_mode(&how).as_str().into()
+    }
+
+    /// The effective configuration as text, each value with the file it came from.
+    #[napi]
+    pub fn describe(&self) -> String {
+        self.session.describe()
+    }
+}
+
+/// Normalises a mode name or alias ("ro", "readwrite", ...) to its canonical name.
+#[napi]
+pub fn parse_mode(mode: String) -> napi::Result<String, String> {
+    Mode::parse(&mode)
+        .map(|m| m.as_str().into())
+        .ok_or_else(|| {
+            js_error(
+                "E_BAD_MODE",
+                format!("unknown sandbox mode {mode:?}; use {}", config::MODE_HELP),
+            )
+        })
+}
+
+/// The tools the path guard covers.
+#[napi]
+pub fn guarded_tools() -> Vec<String> {
+    tools::GUARDED_TOOLS.iter().map(|s| s.to_string()).collect()
+}

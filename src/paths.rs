@@ -1,0 +1,417 @@
+//! Path expansion and symlink-safe canonicalisation.
+//!
+//! The guard compares canonical paths only, so a path the guard approves is the file the
+//! kernel will open: symlinks are followed the way the kernel follows them, `..` applies to
+//! the real parent of a resolved symlink, and a dangling symlink resolves to the file a
+//! write through it would create.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+use unicode_normalization::UnicodeNormalization;
+
+/// Linux gives up after 40 links in one lookup (ELOOP); so do we.
+const MAX_SYMLINK_HOPS: usize = 40;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathError {
+    NulByte { path: String },
+    Empty,
+    SymlinkLoop { path: PathBuf },
+    Io { path: PathBuf, message: String },
+}
+
+impl fmt::Display for PathError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PathError::NulByte { path } => write!(
+                f,
+                "path {:?} contains a NUL byte; no file can have that name",
+                path
+            ),
+            PathError::Empty => write!(f, "empty path"),
+            PathError::SymlinkLoop { path } => write!(
+                f,
+                "too many levels of symbolic links while resolving {}",
+                path.display()
+            ),
+            PathError::Io { path, message } => {
+                write!(f, "cannot resolve {}: {}", path.display(), message)
+            }
+        }
+    }
+}
+
+impl std::error::Error for PathError {}
+
+/// Expands `~`, `~/x`, `.` and `./x` (and any relative path) against `home` and `cwd`.
+/// Config entries and tool inputs go through this before canonicalisation.
+pub fn expand(raw: &str, home: &Path, cwd: &Path) -> Result<PathBuf, PathError> {
+    if raw.contains('\0') {
+        return Err(PathError::NulByte {
+            path: raw.to_string(),
+        });
+    }
+    if raw.is_empty() {
+        return Err(PathError::Empty);
+    }
+    let path = if raw == "~" {
+        home.to_path_buf()
+    } else if let Some(rest) = raw.strip_prefix("~/") {
+        home.join(rest)
+    } else {
+        let p = Path::new(raw);
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            cwd.join(p)
+        }
+    };
+    Ok(path)
+}
+
+/// Canonicalises `path` (absolute) without requiring it to exist.
+///
+/// Walks component by component: every existing symlink is replaced by its target (resolved
+/// against the directory holding it), `..` pops the *resolved* parent as the kernel does, and
+/// once a component does not exist the rest is applied lexically (nothing below a missing
+/// directory can be a symlink).
+pub fn canonicalize(path: &Path) -> Result<PathBuf, PathError> {
+    if path.as_os_str().as_encoded_bytes().contains(&0) {
+        return Err(PathError::NulByte {
+            path: path.display().to_string(),
+        });
+    }
+    let mut pending: Vec<OsString> = Vec::new();
+    push_components(path, &mut pending);
+    let mut resolved = PathBuf::from("/");
+    let mut hops = 0usize;
+    let mut missing = false;
+    // `pending` is a stack: the next component to apply is last.
+    while let Some(name) = pending.pop() {
+        if name == ".." {
+            resolved.pop();
+            continue;
+        }
+        let candidate = resolved.join(&name);
+        if missing {
+            resolved = candidate;
+            continue;
+        }
+        match std::fs::symlink_metadata(&candidate) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                hops += 1;
+                if hops > MAX_SYMLINK_HOPS {
+                    return Err(PathError::SymlinkLoop {
+                        path: path.to_path_buf(),
+                    });
+                }
+                let target = std::fs::read_link(&candidate).map_err(|e| io_error(&candidate, e))?;
+                if target.is_absolute() {
+                    resolved = PathBuf::from("/");
+                }
+                push_components(&target, &mut pending);
+            }
+            Ok(_) => resolved = candidate,
+            Err(e) if is_missing(&e) => {
+                missing = true;
+                resolved = candidate;
+            }
+            Err(e) => return Err(io_error(&candidate, e)),
+        }
+    }
+    Ok(resolved)
+}
+
+/// Pushes the components of `path` onto the stack so that the first component is on top.
+fn push_components(path: &Path, stack: &mut Vec<OsString>) {
+    let parts: Vec<OsString> = path
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.to_os_string()),
+            Component::ParentDir => Some(OsString::from("..")),
+            Component::CurDir | Component::RootDir | Component::Prefix(_) => None,
+        })
+        .collect();
+    stack.extend(parts.into_iter().rev());
+}
+
+fn is_missing(e: &io::Error) -> bool {
+    // ENOTDIR: a regular file used as a directory; nothing below it can exist either.
+    matches!(
+        e.kind(),
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+    )
+}
+
+fn io_error(path: &Path, e: io::Error) -> PathError {
+    PathError::Io {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
+}
+
+/// Expand then canonicalise: the form every rule and every query is compared in.
+pub fn resolve(raw: &str, home: &Path, cwd: &Path) -> Result<PathBuf, PathError> {
+    canonicalize(&expand(raw, home, cwd)?)
+}
+
+/// The unicode spaces pi's tools turn into plain spaces before opening a path.
+fn is_unicode_space(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00A0}' | '\u{2000}'..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}'
+    )
+}
+
+/// The path pi 0.73's file tools open for `raw` (`resolveToCwd` in pi's `path-utils`): strip
+/// one leading `@`, turn unicode spaces into spaces, expand `~` and `~/`, resolve against
+/// `cwd`. Not canonicalised: the kernel follows links when pi opens it, and so do we after.
+pub fn pi_tool_path(raw: &str, home: &Path, cwd: &Path) -> Result<PathBuf, PathError> {
+    let stripped = raw.strip_prefix('@').unwrap_or(raw);
+    let normalized: String = stripped
+        .chars()
+        .map(|c| if is_unicode_space(c) { ' ' } else { c })
+        .collect();
+    if normalized.contains('\0') {
+        return Err(PathError::NulByte { path: normalized });
+    }
+    let expanded = if normalized == "~" {
+        home.to_path_buf()
+    } else if let Some(rest) = normalized.strip_prefix("~/") {
+        home.join(rest)
+    } else {
+        PathBuf::from(&normalized)
+    };
+    Ok(lexical_normalize(&cwd.join(expanded)))
+}
+
+/// The path pi's read tool opens (`resolveReadPath`): the plain path if it exists, otherwise the
+/// first existing macOS spelling variant (narrow no-break space before AM/PM, NFD, curly
+/// apostrophe, NFD + curly), otherwise the plain path.
+pub fn pi_read_path(raw: &str, home: &Path, cwd: &Path) -> Result<PathBuf, PathError> {
+    let plain = pi_tool_path(raw, home, cwd)?;
+    if exists(&plain) {
+        return Ok(plain);
+    }
+    let text = plain.to_string_lossy().into_owned();
+    let nfd: String = text.nfd().collect();
+    let candidates = [
+        am_pm_variant(&text),
+        nfd.clone(),
+        text.replace('\'', "\u{2019}"),
+        nfd.replace('\'', "\u{2019}"),
+    ];
+    for candidate in candidates {
+        if candidate != text && exists(Path::new(&candidate)) {
+            return Ok(PathBuf::from(candidate));
+        }
+    }
+    Ok(plain)
+}
+
+fn exists(p: &Path) -> bool {
+    // pi uses access(F_OK), which follows symlinks: a dangling link does not "exist".
+    std::fs::metadata(p).is_ok()
+}
+
+/// ` AM.` / ` PM.` (any case) gets a narrow no-break space, as macOS screenshot names do.
+fn am_pm_variant(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i] == ' ' && i + 3 < chars.len() {
+            let a = chars[i + 1].to_ascii_uppercase();
+            let m = chars[i + 2].to_ascii_uppercase();
+            if (a == 'A' || a == 'P') && m == 'M' && chars[i + 3] == '.' {
+                out.push('\u{202F}');
+                i += 1;
+                continue;
+            }
+        }
+        out.push(chars[i]);
+        i += 1;
+    }
+    out
+}
+
+/// Node's `path.resolve` semantics: `.` dropped and `..` popped lexically.
+pub fn lexical_normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for c in path.components() {
+        match c {
+            Component::Normal(n) => out.push(n),
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn real(dir: &tempfile::TempDir) -> PathBuf {
+        std::fs::canonicalize(dir.path()).unwrap()
+    }
+
+    #[test]
+    fn expands_home_and_cwd_forms() {
+        let home = Path::new("/home/u");
+        let cwd = Path::new("/work/p");
+        assert_eq!(expand("~", home, cwd).unwrap(), PathBuf::from("/home/u"));
+        assert_eq!(
+            expand("~/.ssh", home, cwd).unwrap(),
+            PathBuf::from("/home/u/.ssh")
+        );
+        assert_eq!(expand(".", home, cwd).unwrap(), PathBuf::from("/work/p/."));
+        assert_eq!(
+            expand("./sub", home, cwd).unwrap(),
+            PathBuf::from("/work/p/./sub")
+        );
+        assert_eq!(expand("/tmp", home, cwd).unwrap(), PathBuf::from("/tmp"));
+        // `~user` is not expanded: it is a relative name like any other.
+        assert_eq!(
+            expand("~bob", home, cwd).unwrap(),
+            PathBuf::from("/work/p/~bob")
+        );
+        assert_eq!(expand("", home, cwd), Err(PathError::Empty));
+        assert!(matches!(
+            expand("a\0b", home, cwd),
+            Err(PathError::NulByte { .. })
+        ));
+    }
+
+    #[test]
+    fn canonical_form_of_missing_paths_is_lexical_below_the_last_existing_dir() {
+        let t = tempfile::tempdir().unwrap();
+        let root = real(&t);
+        let p = canonicalize(&root.join("a/b/../c/./d")).unwrap();
+        assert_eq!(p, root.join("a/c/d"));
+    }
+
+    #[test]
+    fn symlink_into_a_directory_is_followed() {
+        let t = tempfile::tempdir().unwrap();
+        let root = real(&t);
+        std::fs::create_dir_all(root.join("secret")).unwrap();
+        std::fs::create_dir_all(root.join("ws")).unwrap();
+        symlink(root.join("secret"), root.join("ws/link")).unwrap();
+        assert_eq!(
+            canonicalize(&root.join("ws/link/key")).unwrap(),
+            root.join("secret/key")
+        );
+    }
+
+    #[test]
+    fn dotdot_after_symlink_uses_the_real_parent_like_the_kernel() {
+        let t = tempfile::tempdir().unwrap();
+        let root = real(&t);
+        std::fs::create_dir_all(root.join("deep/inner")).unwrap();
+        std::fs::create_dir_all(root.join("ws")).unwrap();
+        // ws/l -> deep/inner ; ws/l/.. is deep, not ws
+        symlink(root.join("deep/inner"), root.join("ws/l")).unwrap();
+        std::fs::write(root.join("deep/x"), b"").unwrap();
+        let ours = canonicalize(&root.join("ws/l/../x")).unwrap();
+        assert_eq!(ours, root.join("deep/x"));
+        assert_eq!(ours, std::fs::canonicalize(root.join("ws/l/../x")).unwrap());
+    }
+
+    #[test]
+    fn relative_symlink_targets_resolve_against_the_link_directory() {
+        let t = tempfile::tempdir().unwrap();
+        let root = real(&t);
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        symlink("../../c", root.join("a/b/l")).unwrap();
+        assert_eq!(
+            canonicalize(&root.join("a/b/l/f")).unwrap(),
+            root.join("c/f")
+        );
+    }
+
+    #[test]
+    fn dangling_symlink_resolves_to_the_file_a_write_would_create() {
+        let t = tempfile::tempdir().unwrap();
+        let root = real(&t);
+        std::fs::create_dir_all(root.join("ws")).unwrap();
+        symlink(root.join("outside/new.txt"), root.join("ws/dangling")).unwrap();
+        assert_eq!(
+            canonicalize(&root.join("ws/dangling")).unwrap(),
+            root.join("outside/new.txt")
+        );
+    }
+
+    #[test]
+    fn symlink_loops_are_an_error_not_a_hang() {
+        let t = tempfile::tempdir().unwrap();
+        let root = real(&t);
+        symlink(root.join("b"), root.join("a")).unwrap();
+        symlink(root.join("a"), root.join("b")).unwrap();
+        assert!(matches!(
+            canonicalize(&root.join("a/x")),
+            Err(PathError::SymlinkLoop { .. })
+        ));
+    }
+
+    #[test]
+    fn a_file_used_as_a_directory_is_treated_as_missing_below() {
+        let t = tempfile::tempdir().unwrap();
+        let root = real(&t);
+        std::fs::write(root.join("f"), b"").unwrap();
+        assert_eq!(canonicalize(&root.join("f/x")).unwrap(), root.join("f/x"));
+    }
+
+    #[test]
+    fn pi_tool_path_matches_pis_resolve_to_cwd() {
+        let home = Path::new("/home/u");
+        let cwd = Path::new("/work/p");
+        assert_eq!(
+            pi_tool_path("@src/a.ts", home, cwd).unwrap(),
+            PathBuf::from("/work/p/src/a.ts")
+        );
+        assert_eq!(
+            pi_tool_path("@~/.ssh/id_rsa", home, cwd).unwrap(),
+            PathBuf::from("/home/u/.ssh/id_rsa")
+        );
+        assert_eq!(
+            pi_tool_path("a\u{00A0}b/../c", home, cwd).unwrap(),
+            PathBuf::from("/work/p/c")
+        );
+        assert_eq!(
+            pi_tool_path("../../etc/passwd", home, cwd).unwrap(),
+            PathBuf::from("/etc/passwd")
+        );
+        assert_eq!(
+            pi_tool_path("@@x", home, cwd).unwrap(),
+            PathBuf::from("/work/p/@x")
+        );
+    }
+
+    #[test]
+    fn pi_read_path_picks_the_variant_pi_would_open() {
+        let t = tempfile::tempdir().unwrap();
+        let root = real(&t);
+        let home = Path::new("/nonexistent-home");
+        let variant = root.join("Shot 1.02.03\u{202F}PM.png");
+        std::fs::write(&variant, b"").unwrap();
+        assert_eq!(
+            pi_read_path("Shot 1.02.03 PM.png", home, &root).unwrap(),
+            variant
+        );
+        let curly = root.join("it\u{2019}s.txt");
+        std::fs::write(&curly, b"").unwrap();
+        assert_eq!(pi_read_path("it's.txt", home, &root).unwrap(), curly);
+        // nothing exists: the plain path
+        assert_eq!(
+            pi_read_path("none.txt", home, &root).unwrap(),
+            root.join("none.txt")
+        );
+    }
+}

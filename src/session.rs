@@ -1,0 +1,414 @@
+//! One pi session's loaded policy: loads the layers, re-reads them when a file changes, and
+//! fails closed while they are broken (every check is refused with the reason).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde_json::Value;
+
+use crate::config::{self, Config, ConfigError, Env, Mode, Source, MODE_HELP};
+use crate::guard::{ApprovalMode, Decision, Guard, GuardError, Op, Step, Verdict};
+use crate::tools::{self, ToolCheck};
+
+/// Why a session has no usable policy. Each carries a stable code for the JS side.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadError {
+    pub code: &'static str,
+    pub message: String,
+    pub file: Option<PathBuf>,
+}
+
+impl From<ConfigError> for LoadError {
+    fn from(e: ConfigError) -> Self {
+        LoadError {
+            code: e.code(),
+            file: Some(e.file().to_path_buf()),
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<GuardError> for LoadError {
+    fn from(e: GuardError) -> Self {
+        LoadError {
+            code: match e {
+                GuardError::Rule { .. } => "E_CONFIG_RULE",
+                GuardError::Path(_) => "E_CONFIG_PATH",
+            },
+            file: None,
+            message: e.to_string(),
+        }
+    }
+}
+
+/// What a session needs to know beyond the environment.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub env: Env,
+    /// Raw `PI_SANDBOX_APPROVAL_MODE`, validated here.
+    pub approval_mode: Option<String>,
+}
+
+type Stamp = Vec<Option<(SystemTime, u64)>>;
+
+pub struct Session {
+    options: Options,
+    state: Result<Loaded, LoadError>,
+    /// A mode chosen during the session outlives config reloads.
+    mode_override: Option<(Mode, String)>,
+    stamp: Stamp,
+}
+
+struct Loaded {
+    config: Config,
+    guard: Guard,
+}
+
+fn stamp_of(files: &[PathBuf]) -> Stamp {
+    files
+        .iter()
+        .map(|f| {
+            std::fs::metadata(f)
+                .ok()
+                .map(|m| (m.modified().unwrap_or(SystemTime::UNIX_EPOCH), m.len()))
+        })
+        .collect()
+}
+
+impl Session {
+    pub fn load(options: Options) -> Session {
+        let mut s = Session {
+            options,
+            state: Err(LoadError {
+                code: "E_NOT_LOADED",
+                message: String::new(),
+                file: None,
+            }),
+            mode_override: None,
+            stamp: vec![],
+        };
+        s.reload();
+        s
+    }
+
+    fn config_files(&self) -> Vec<PathBuf> {
+        vec![
+            self.options.env.global_config(),
+            self.options.env.project_config(),
+        ]
+    }
+
+    /// Re-reads every layer now.
+    pub fn reload(&mut self) {
+        self.stamp = stamp_of(&self.config_files());
+        self.state = self.build();
+        if let (Ok(loaded), Some((mode, how))) = (&mut self.state, &self.mode_override) {
+            loaded.guard.set_mode(*mode, how);
+        }
+    }
+
+    /// Re-reads the layers if one was created, changed or removed since the last load.
+    pub fn refresh(&mut self) {
+        if stamp_of(&self.config_files()) != self.stamp {
+            self.reload();
+        }
+    }
+
+    fn build(&self) -> Result<Loaded, LoadError> {
+        let approval = match &self.options.approval_mode {
+            None => ApprovalMode::Ask,
+            Some(raw) => ApprovalMode::parse(raw).ok_or_else(|| LoadError {
+                code: "E_APPROVAL_MODE",
+                message: format!(
+                    "PI_SANDBOX_APPROVAL_MODE={raw:?} is not one of ask, always, deny; set one of those or unset it (ask)"
+                ),
+                file: None,
+            })?,
+        };
+        let config = config::load(&self.options.env)?;
+        let guard = Guard::new(&config, &self.options.env, approval)?;
+        Ok(Loaded { config, guard })
+    }
+
+    pub fn error(&self) -> Option<&LoadError> {
+        self.state.as_ref().err()
+    }
+
+    pub fn guard(&self) -> Option<&Guard> {
+        self.state.as_ref().ok().map(|l| &l.guard)
+    }
+
+    pub fn env(&self) -> &Env {
+        &self.options.env
+    }
+
+    /// A decision that refuses because the config is broken.
+    fn refused(&self, op: Op, path: &Path) -> Decision {
+        let e = self.error().expect("only called when broken");
+        Decision {
+            verdict: Verdict::Deny,
+            op,
+            path: path.to_path_buf(),
+            rule: format!("broken sandbox config ({})", e.code),
+            source: e
+                .file
+                .as_ref()
+                .map(|f| f.display().to_string())
+                .unwrap_or_else(|| "sandbox setup".into()),
+            reason: format!(
+                "Blocked: the sandbox cannot load its policy, so it refuses every guarded operation. {} (Changes are picked up on the next tool call.)",
+                e.message
+            ),
+        }
+    }
+
+    pub fn check(&self, op: Op, path: &Path) -> Decision {
+        match self.guard() {
+            Some(g) => g.check(op, path),
+            None => self.refused(op, path),
+        }
+    }
+
+    pub fn explain(&self, op: Op, path: &Path) -> (Decision, Vec<Step>) {
+        match self.guard() {
+            Some(g) => g.explain(op, path),
+            None => (self.refused(op, path), vec![]),
+        }
+    }
+
+    /// Checks a pi tool call; `None` when the tool is not a guarded file tool.
+    pub fn check_tool(&self, tool: &str, input: &Value) -> Option<ToolCheck> {
+        match self.guard() {
+            Some(g) => tools::check_tool(g, tool, input, &self.options.env.home),
+            None if tools::GUARDED_TOOLS.contains(&tool) => Some(ToolCheck {
+                decision: self.refused(Op::Read, &self.options.env.cwd),
+                patch: None,
+            }),
+            None => None,
+        }
+    }
+
+    /// The effective mode: the session's choice, else the config's, else read-write.
+    pub fn mode(&self) -> Mode {
+        match (&self.mode_override, self.guard()) {
+            (Some((m, _)), _) => *m,
+            (None, Some(g)) => g.mode().value,
+            (None, None) => Mode::ReadWrite,
+        }
+    }
+
+    /// Whether the config turned the sandbox off (`enabled: false`).
+    pub fn enabled(&self) -> bool {
+        self.guard().is_none_or(|g| g.enabled().value)
+    }
+
+    pub fn set_mode(&mut self, raw: &str, how: &str) -> Result<Mode, String> {
+        let mode = Mode::parse(raw)
+            .ok_or_else(|| format!("unknown sandbox mode {raw:?}; use {MODE_HELP}"))?;
+        self.mode_override = Some((mode, how.to_string()));
+        if let Ok(loaded) = &mut self.state {
+            loaded.guard.set_mode(mode, how);
+        }
+        Ok(mode)
+    }
+
+    /// read-only → read-write → yolo → read-only.
+    pub fn cycle_mode(&mut self, how: &str) -> Mode {
+        let next = self.mode().next();
+        self.set_mode(next.as_str(), how).expect("valid mode");
+        next
+    }
+
+    /// The effective configuration, each value with the file it came from.
+    pub fn describe(&self) -> String {
+        let mut out = String::new();
+        let env = &self.options.env;
+        let _ = writeln!(
+            out,
+            "pi-sandbox — effective configuration for {}",
+            env.cwd.display()
+        );
+        let loaded = match &self.state {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = writeln!(out, "BROKEN ({}): {}", e.code, e.message);
+                let _ = writeln!(out, "Every guarded tool is blocked until this is fixed.");
+                return out;
+            }
+        };
+        let c = &loaded.config;
+        let g = &loaded.guard;
+        let _ = writeln!(
+            out,
+            "\nLayers (later wins, a key's array replaces the earlier one):"
+        );
+        let _ = writeln!(out, "  built-in defaults");
+        for (file, present) in &c.layers {
+            let _ = writeln!(
+                out,
+                "  {} ({})",
+                file.display(),
+                if *present { "loaded" } else { "absent" }
+            );
+        }
+        let line = |out: &mut String, key: &str, value: String, source: &Source| {
+            let _ = writeln!(out, "  {key:<34} {value}\n  {:<34} ↳ from {source}", "");
+        };
+        let _ = writeln!(out, "\nSettings:");
+        line(
+            &mut out,
+            "enabled",
+            c.enabled.value.to_string(),
+            &c.enabled.source,
+        );
+        line(
+            &mut out,
+            "mode",
+            g.mode().value.as_str().to_string(),
+            &g.mode().source,
+        );
+        let _ = writeln!(
+            out,
+            "  {:<34} {}",
+            "approval mode",
+            g.approval_mode().as_str()
+        );
+        let list = |v: &[String]| {
+            if v.is_empty() {
+                "[]".to_string()
+            } else {
+                v.join(", ")
+            }
+        };
+        for (key, s) in [
+            ("filesystem.denyRead", &c.deny_read),
+            ("filesystem.allowWrite", &c.allow_write),
+            ("filesystem.denyWrite", &c.deny_write),
+            ("network.allowedDomains", &c.allowed_domains),
+            ("network.deniedDomains", &c.denied_domains),
+        ] {
+            line(&mut out, key, list(&s.value), &s.source);
+        }
+        line(
+            &mut out,
+            "ignoreViolations",
+            serde_json::to_string(&c.ignore_violations.value).unwrap_or_default(),
+            &c.ignore_violations.source,
+        );
+        line(
+            &mut out,
+            "enableWeakerNestedSandbox",
+            c.enable_weaker_nested_sandbox.value.to_string(),
+            &c.enable_weaker_nested_sandbox.source,
+        );
+        line(
+            &mut out,
+            "enableWeakerNetworkIsolation",
+            c.enable_weaker_network_isolation.value.to_string(),
+            &c.enable_weaker_network_isolation.source,
+        );
+        for (key, v) in &c.passthrough {
+            line(
+                &mut out,
+                key,
+                format!("{} (accepted, not enforced)", v.value),
+                &v.source,
+            );
+        }
+        let paths = |it: &mut dyn Iterator<Item = &Path>| {
+            it.map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = writeln!(out, "\nResolved:");
+        let _ = writeln!(out, "  unreadable: {}", paths(&mut g.deny_read_paths()));
+        let _ = writeln!(out, "  writable:   {}", paths(&mut g.allow_write_paths()));
+        let _ = writeln!(
+            out,
+            "\nAlways protected from writes ({}): {}, {}/.pi, any .pi directory, .git/hooks, .git/config (sessions folder excepted).",
+            Source::Mandatory,
+            g.env().agent_dir.display(),
+            g.env().cwd.display()
+        );
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(dir: &Path) -> Session {
+        let env = Env {
+            home: dir.join("home"),
+            cwd: dir.join("proj"),
+            agent_dir: dir.join("agent"),
+            session_dir: None,
+        };
+        std::fs::create_dir_all(&env.cwd).unwrap();
+        std::fs::create_dir_all(&env.home).unwrap();
+        Session::load(Options {
+            env,
+            approval_mode: None,
+        })
+    }
+
+    #[test]
+    fn a_broken_config_refuses_every_check_and_recovers_when_fixed() {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = session(t.path());
+        let file = s.env().cwd.join("src.rs");
+        assert!(s.check(Op::Write, &file).allowed());
+        std::fs::create_dir_all(s.env().cwd.join(".pi")).unwrap();
+        std::fs::write(s.env().project_config(), "{ \"enabled\": fals }").unwrap();
+        s.refresh();
+        let d = s.check(Op::Write, &file);
+        assert_eq!(d.verdict, Verdict::Deny);
+        assert!(d.reason.contains("sandbox.json:1:"), "{}", d.reason);
+        assert!(d.rule.contains("E_CONFIG_PARSE"));
+        // reads are refused too: no rules is not the same as "no restrictions"
+        assert_eq!(s.check(Op::Read, &file).verdict, Verdict::Deny);
+        let tc = s
+            .check_tool("read", &serde_json::json!({"path": "src.rs"}))
+            .unwrap();
+        assert_eq!(tc.decision.verdict, Verdict::Deny);
+        assert!(s.describe().contains("BROKEN"));
+        std::fs::write(
+            s.env().project_config(),
+            "{ \"enabled\": true, \"mode\": \"ro\" }",
+        )
+        .unwrap();
+        s.refresh();
+        assert!(s.error().is_none());
+        assert_eq!(s.check(Op::Write, &file).verdict, Verdict::Deny);
+        assert!(s.check(Op::Read, &file).allowed());
+    }
+
+    #[test]
+    fn a_mode_chosen_in_the_session_survives_a_reload() {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = session(t.path());
+        assert_eq!(s.mode(), Mode::ReadWrite);
+        assert_eq!(s.cycle_mode("Ctrl+X"), Mode::Yolo);
+        assert_eq!(s.cycle_mode("Ctrl+X"), Mode::ReadOnly);
+        s.reload();
+        assert_eq!(s.mode(), Mode::ReadOnly);
+        let d = s.check(Op::Write, &s.env().cwd.join("a"));
+        assert_eq!(d.source, "Ctrl+X");
+        assert!(s.set_mode("bogus", "x").unwrap_err().contains("read-only"));
+    }
+
+    #[test]
+    fn a_bad_approval_mode_fails_closed() {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = session(t.path());
+        s.options.approval_mode = Some("sometimes".into());
+        s.reload();
+        assert_eq!(s.error().unwrap().code, "E_APPROVAL_MODE");
+        assert_eq!(
+            s.check(Op::Read, &s.env().cwd.join("a")).verdict,
+            Verdict::Deny
+        );
+    }
+}
