@@ -253,6 +253,13 @@ fn has_glob_chars(s: &str) -> bool {
     s.contains(['*', '?', '[', '{'])
 }
 
+/// denyRead and allowWrite take literal paths. `*` and `?` almost never occur in real paths,
+/// so an entry holding one was meant as a pattern: refuse it rather than match nothing.
+/// (`[` and `{` do occur in directory names, so they are taken literally.)
+fn looks_like_pattern(entry: &str) -> bool {
+    entry.contains(['*', '?'])
+}
+
 fn compile_glob(pattern: &str) -> Result<Glob, globset::Error> {
     GlobBuilder::new(pattern)
         .literal_separator(true)
@@ -315,7 +322,7 @@ impl Guard {
         let mut deny_read = RuleSetBuilder::default();
         let mut deny_read_paths = Vec::new();
         for raw in &config.deny_read.value {
-            if has_glob_chars(raw) {
+            if looks_like_pattern(raw) {
                 return Err(rule_err(
                     "filesystem.denyRead",
                     raw,
@@ -373,7 +380,7 @@ impl Guard {
         // allowWrite: directories only.
         let mut allow_write = Vec::new();
         for raw in &config.allow_write.value {
-            if has_glob_chars(raw) {
+            if looks_like_pattern(raw) {
                 return Err(rule_err(
                     "filesystem.allowWrite",
                     raw,
@@ -802,12 +809,18 @@ fn anchor_pattern(pattern: &str, env: &Env) -> Result<String, PathError> {
     if pattern.starts_with("**") {
         return Ok(pattern.to_string());
     }
-    let expanded = paths::expand(pattern, &env.home, &env.cwd)?;
-    let text = expanded.to_string_lossy().into_owned();
-    // Split at the first component holding a glob character; canonicalise what precedes it.
-    let mut literal = PathBuf::from("/");
+    // The base is literal whatever characters it holds; only the user's part is a glob.
+    let (base, user_part) = if let Some(rest) = pattern.strip_prefix("~/") {
+        (env.home.clone(), rest)
+    } else if let Some(rest) = pattern.strip_prefix('/') {
+        (PathBuf::from("/"), rest)
+    } else {
+        (env.cwd.clone(), pattern)
+    };
+    // Literal leading components of the user's part join the base and are canonicalised.
+    let mut literal = base;
     let mut rest: Vec<&str> = Vec::new();
-    for part in text.split('/').filter(|p| !p.is_empty() && *p != ".") {
+    for part in user_part.split('/').filter(|p| !p.is_empty() && *p != ".") {
         if rest.is_empty() && !has_glob_chars(part) {
             literal.push(part);
         } else {

@@ -1,1 +1,559 @@
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
 
+use serde_json::json;
+
+use super::*;
+use crate::config::{merge, Config, Env, Mode};
+use crate::tools::{check_tool, ENV_FILE_EXCLUDE_GLOB};
+
+/// A real directory tree: home (with .ssh), agent dir, project; all canonical.
+struct World {
+    _t: tempfile::TempDir,
+    root: PathBuf,
+    env: Env,
+}
+
+impl World {
+    fn new() -> World {
+        let t = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        let env = Env {
+            home: root.join("home"),
+            cwd: root.join("proj"),
+            agent_dir: root.join("home/.pi/agent"),
+            session_dir: None,
+        };
+        for d in [
+            env.home.join(".ssh"),
+            env.agent_dir.join("sessions"),
+            env.cwd.join("src"),
+            env.cwd.join(".git/hooks"),
+            root.join("outside"),
+        ] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(env.home.join(".ssh/id_rsa"), b"SECRET").unwrap();
+        World { _t: t, root, env }
+    }
+
+    /// The tempdir lives under /tmp, which the defaults make writable; the global layer
+    /// narrows allowWrite to the project so that "outside" really is outside.
+    fn config(&self, project_json: &str) -> Config {
+        merge(
+            &self.env.auth_json(),
+            &[
+                (
+                    self.env.global_config(),
+                    Some(r#"{"filesystem":{"allowWrite":["."]}}"#.into()),
+                ),
+                (self.env.project_config(), Some(project_json.to_string())),
+            ],
+        )
+        .unwrap()
+    }
+
+    fn guard(&self, project_json: &str) -> Guard {
+        self.guard_with(project_json, ApprovalMode::Ask)
+    }
+
+    fn guard_with(&self, project_json: &str, approval: ApprovalMode) -> Guard {
+        Guard::new(&self.config(project_json), &self.env, approval).unwrap()
+    }
+
+    fn p(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+}
+
+fn verdict(g: &Guard, op: Op, path: &Path) -> Verdict {
+    g.check(op, path).verdict
+}
+
+#[test]
+fn reads_under_deny_read_entries_are_blocked_and_named() {
+    let w = World::new();
+    let g = w.guard("{}");
+    let d = g.check(Op::Read, &w.p("home/.ssh/id_rsa"));
+    assert_eq!(d.verdict, Verdict::Deny);
+    assert_eq!(d.rule, "denyRead entry '~/.ssh'");
+    assert_eq!(d.source, "built-in defaults");
+    assert!(d.reason.contains("filesystem.denyRead"), "{}", d.reason);
+    // the directory itself, and a file that does not exist yet
+    assert_eq!(verdict(&g, Op::Read, &w.p("home/.ssh")), Verdict::Deny);
+    assert_eq!(verdict(&g, Op::Read, &w.p("home/.ssh/new")), Verdict::Deny);
+    // a sibling with a common prefix is not inside
+    assert_eq!(verdict(&g, Op::Read, &w.p("home/.sshx")), Verdict::Allow);
+    // pi's API keys are unreadable by default
+    assert_eq!(
+        verdict(&g, Op::Read, &w.p("home/.pi/agent/auth.json")),
+        Verdict::Deny
+    );
+}
+
+#[test]
+fn symlinks_into_a_denied_directory_are_followed() {
+    let w = World::new();
+    symlink(w.p("home/.ssh"), w.p("proj/keys")).unwrap();
+    symlink(w.p("home/.ssh/id_rsa"), w.p("proj/src/innocent.txt")).unwrap();
+    let g = w.guard("{}");
+    assert_eq!(
+        verdict(&g, Op::Read, &w.p("proj/keys/id_rsa")),
+        Verdict::Deny
+    );
+    assert_eq!(
+        verdict(&g, Op::Read, &w.p("proj/src/innocent.txt")),
+        Verdict::Deny
+    );
+    // writes through a link out of the workspace land outside allowWrite
+    symlink(w.p("outside"), w.p("proj/out")).unwrap();
+    let d = g.check(Op::Write, &w.p("proj/out/x"));
+    assert_eq!(d.verdict, Verdict::Deny);
+    assert_eq!(d.rule, "outside allowWrite");
+    assert_eq!(d.path, w.p("outside/x"));
+}
+
+#[test]
+fn symlinks_out_of_a_denied_directory_are_judged_by_their_target() {
+    let w = World::new();
+    std::fs::write(w.p("proj/src/public.txt"), b"ok").unwrap();
+    symlink(w.p("proj/src/public.txt"), w.p("home/.ssh/pointer")).unwrap();
+    let g = w.guard("{}");
+    // The kernel opens the target, which is not secret.
+    assert_eq!(
+        verdict(&g, Op::Read, &w.p("home/.ssh/pointer")),
+        Verdict::Allow
+    );
+}
+
+#[test]
+fn dotdot_traversal_cannot_escape() {
+    let w = World::new();
+    let g = w.guard("{}");
+    let sneaky = w.p("proj/src/../../home/.ssh/id_rsa");
+    assert_eq!(verdict(&g, Op::Read, &sneaky), Verdict::Deny);
+    let up = w.p("proj/../outside/x");
+    assert_eq!(verdict(&g, Op::Write, &up), Verdict::Deny);
+    // `..` after a symlink applies to the target's parent, as in the kernel
+    std::fs::create_dir_all(w.p("home/.ssh/sub")).unwrap();
+    symlink(w.p("home/.ssh/sub"), w.p("proj/l")).unwrap();
+    assert_eq!(
+        verdict(&g, Op::Read, &w.p("proj/l/../id_rsa")),
+        Verdict::Deny
+    );
+}
+
+#[test]
+fn dangling_symlinks_are_judged_by_the_file_they_would_create() {
+    let w = World::new();
+    symlink(w.p("outside/created.txt"), w.p("proj/src/dangling")).unwrap();
+    symlink(w.p("home/.ssh/authorized_keys"), w.p("proj/src/ak")).unwrap();
+    let g = w.guard("{}");
+    assert_eq!(
+        verdict(&g, Op::Write, &w.p("proj/src/dangling")),
+        Verdict::Deny
+    );
+    assert_eq!(verdict(&g, Op::Read, &w.p("proj/src/ak")), Verdict::Deny);
+}
+
+#[test]
+fn deny_read_entries_that_are_symlinks_protect_their_target() {
+    let w = World::new();
+    std::fs::create_dir_all(w.p("vault")).unwrap();
+    symlink(w.p("vault"), w.p("home/.aws")).unwrap();
+    let g = w.guard("{}");
+    assert_eq!(
+        verdict(&g, Op::Read, &w.p("vault/credentials")),
+        Verdict::Deny
+    );
+}
+
+#[test]
+fn deny_write_basename_patterns_match_in_any_directory() {
+    let w = World::new();
+    let g = w.guard("{}");
+    for rel in [
+        "proj/.env",
+        "proj/src/deep/.env",
+        "proj/.env.local",
+        "proj/a/b/server.pem",
+        "proj/id.key",
+        "tmp-like/x.pem",
+    ] {
+        assert_eq!(verdict(&g, Op::Write, &w.p(rel)), Verdict::Deny, "{rel}");
+    }
+    for rel in [
+        "proj/env",
+        "proj/.envrc",
+        "proj/src/pem",
+        "proj/key.txt",
+        "proj/a.pem.bak",
+    ] {
+        assert_eq!(verdict(&g, Op::Write, &w.p(rel)), Verdict::Allow, "{rel}");
+    }
+    let d = g.check(Op::Write, &w.p("proj/cert.pem"));
+    assert_eq!(d.rule, "denyWrite pattern '*.pem'");
+}
+
+#[test]
+fn deny_write_path_globs_are_anchored_at_the_project_or_anywhere() {
+    let w = World::new();
+    let g = w.guard(
+        r#"{"filesystem":{"allowWrite":[".","../outside"],"denyWrite":["**/secrets/**","config/*.json","~/notes/*.md","./build/"]}}"#,
+    );
+    let deny = [
+        "proj/secrets/a",
+        "proj/x/secrets/y/z",
+        "outside/secrets/k",
+        "proj/config/app.json",
+        "proj/build/out.o",
+    ];
+    for rel in deny {
+        assert_eq!(verdict(&g, Op::Write, &w.p(rel)), Verdict::Deny, "{rel}");
+    }
+    let allow = [
+        "proj/config/sub/app.json",
+        "proj/src/config/app.json",
+        "proj/config/app.yaml",
+        "proj/secretsx/a",
+        "outside/ok",
+    ];
+    for rel in allow {
+        assert_eq!(verdict(&g, Op::Write, &w.p(rel)), Verdict::Allow, "{rel}");
+    }
+    // '*' does not cross '/'
+    assert_eq!(
+        verdict(&g, Op::Write, &w.p("proj/config/a/b.json")),
+        Verdict::Allow
+    );
+}
+
+#[test]
+fn a_pattern_naming_a_directory_covers_what_is_inside() {
+    let w = World::new();
+    let g = w.guard(r#"{"filesystem":{"denyWrite":["generated"]}}"#);
+    assert_eq!(
+        verdict(&g, Op::Write, &w.p("proj/src/generated/x.ts")),
+        Verdict::Deny
+    );
+}
+
+#[test]
+fn glob_metacharacters_in_the_project_path_are_escaped() {
+    let t = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(t.path())
+        .unwrap()
+        .join("we[ir]d {proj}");
+    std::fs::create_dir_all(root.join("config")).unwrap();
+    let env = Env {
+        home: root.join("h"),
+        cwd: root.clone(),
+        agent_dir: root.join("h/agent"),
+        session_dir: None,
+    };
+    let cfg = merge(
+        &env.auth_json(),
+        &[(
+            env.project_config(),
+            Some(r#"{"filesystem":{"denyWrite":["config/*.json"]}}"#.into()),
+        )],
+    )
+    .unwrap();
+    let g = Guard::new(&cfg, &env, ApprovalMode::Ask).unwrap();
+    assert_eq!(
+        verdict(&g, Op::Write, &root.join("config/a.json")),
+        Verdict::Deny
+    );
+    assert_eq!(
+        verdict(&g, Op::Write, &root.join("config/a.txt")),
+        Verdict::Allow
+    );
+}
+
+#[test]
+fn deny_wins_over_allow_and_allow_write_is_default_deny() {
+    let w = World::new();
+    let g = w.guard(r#"{"filesystem":{"allowWrite":["."],"denyWrite":["src/**"]}}"#);
+    assert_eq!(verdict(&g, Op::Write, &w.p("proj/src/a.ts")), Verdict::Deny);
+    assert_eq!(verdict(&g, Op::Write, &w.p("proj/README")), Verdict::Allow);
+    // /tmp is no longer listed: the project layer replaced the default list
+    let d = g.check(Op::Write, Path::new("/tmp/x"));
+    assert_eq!(d.verdict, Verdict::Deny);
+    assert_eq!(d.source, w.env.project_config().display().to_string());
+}
+
+#[test]
+fn invalid_rules_are_errors_naming_the_key_and_entry() {
+    let w = World::new();
+    let cfg = w.config(r#"{"filesystem":{"denyWrite":["a/[b"]}}"#);
+    let e = Guard::new(&cfg, &w.env, ApprovalMode::Ask).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("filesystem.denyWrite") && text.contains("a/[b"),
+        "{text}"
+    );
+    let cfg = w.config(r#"{"filesystem":{"denyRead":["~/*.txt"]}}"#);
+    let e = Guard::new(&cfg, &w.env, ApprovalMode::Ask).unwrap_err();
+    assert!(e.to_string().contains("not patterns"), "{e}");
+    let cfg = w.config(r#"{"filesystem":{"allowWrite":["src/*"]}}"#);
+    assert!(Guard::new(&cfg, &w.env, ApprovalMode::Ask).is_err());
+}
+
+#[test]
+fn pi_control_surface_is_never_writable_whatever_the_config_says() {
+    let w = World::new();
+    // A config that tries to allow everything and deny nothing.
+    let g = w.guard(r#"{"filesystem":{"allowWrite":["/"],"denyWrite":[]}}"#);
+    for rel in [
+        "proj/.pi/sandbox.json",
+        "proj/.pi/extensions/evil.ts",
+        "proj/.pi/settings.json",
+        "proj/sub/.pi/extensions/planted.ts",
+        "home/.pi/agent/extensions/sandbox.json",
+        "home/.pi/agent/sandbox-approvals.json",
+        "home/.pi/agent/settings.json",
+        "home/.pi/agent/models.json",
+        "home/.pi/agent/auth.json",
+        "proj/.git/hooks/pre-commit",
+        "proj/.git/config",
+        "proj/vendor/lib/.git/hooks/post-checkout",
+    ] {
+        let d = g.check(Op::Write, &w.p(rel));
+        assert_eq!(d.verdict, Verdict::Deny, "{rel}");
+        assert_eq!(d.source, Source::Mandatory.to_string(), "{rel}");
+    }
+    // git's object store and the session folder stay writable
+    assert_eq!(
+        verdict(&g, Op::Write, &w.p("proj/.git/objects/ab/cd")),
+        Verdict::Allow
+    );
+    assert_eq!(
+        verdict(&g, Op::Write, &w.p("proj/.git/index")),
+        Verdict::Allow
+    );
+    assert_eq!(
+        verdict(&g, Op::Write, &w.p("home/.pi/agent/sessions/s1.jsonl")),
+        Verdict::Allow
+    );
+}
+
+#[test]
+fn control_surface_cannot_be_reached_through_a_symlink() {
+    let w = World::new();
+    std::fs::create_dir_all(w.p("proj/.pi")).unwrap();
+    symlink(w.p("proj/.pi"), w.p("proj/src/conf")).unwrap();
+    symlink(w.p("proj/.git/hooks"), w.p("proj/hooks")).unwrap();
+    let g = w.guard("{}");
+    assert_eq!(
+        verdict(&g, Op::Write, &w.p("proj/src/conf/sandbox.json")),
+        Verdict::Deny
+    );
+    assert_eq!(
+        verdict(&g, Op::Write, &w.p("proj/hooks/pre-push")),
+        Verdict::Deny
+    );
+}
+
+#[test]
+fn session_dir_from_the_environment_is_writable_outside_allow_write() {
+    let mut w = World::new();
+    w.env.session_dir = Some(w.p("outside/sessions"));
+    let g = w.guard("{}");
+    assert_eq!(
+        verdict(&g, Op::Write, &w.p("outside/sessions/a.jsonl")),
+        Verdict::Allow
+    );
+    assert_eq!(verdict(&g, Op::Write, &w.p("outside/other")), Verdict::Deny);
+}
+
+#[test]
+fn modes_apply_before_rules() {
+    let w = World::new();
+    let mut g = w.guard(r#"{"mode":"read-only"}"#);
+    let d = g.check(Op::Write, &w.p("proj/src/a.ts"));
+    assert_eq!(d.verdict, Verdict::Deny);
+    assert_eq!(d.rule, "mode read-only");
+    assert!(d.reason.contains("read-only"));
+    assert_eq!(verdict(&g, Op::Read, &w.p("proj/src/a.ts")), Verdict::Allow);
+    assert_eq!(
+        verdict(&g, Op::Read, &w.p("home/.ssh/id_rsa")),
+        Verdict::Deny
+    );
+    g.set_mode(Mode::Yolo, "test");
+    assert_eq!(
+        verdict(&g, Op::Read, &w.p("home/.ssh/id_rsa")),
+        Verdict::Allow
+    );
+    assert_eq!(
+        verdict(&g, Op::Write, &w.p("proj/.pi/sandbox.json")),
+        Verdict::Allow
+    );
+    let g = w.guard(r#"{"enabled":false}"#);
+    assert_eq!(
+        verdict(&g, Op::Write, Path::new("/etc/passwd")),
+        Verdict::Allow
+    );
+}
+
+#[test]
+fn env_files_follow_the_approval_mode() {
+    let w = World::new();
+    let p = w.p("proj/.env.production");
+    assert_eq!(
+        verdict(&w.guard_with("{}", ApprovalMode::Ask), Op::Read, &p),
+        Verdict::Prompt
+    );
+    assert_eq!(
+        verdict(&w.guard_with("{}", ApprovalMode::Deny), Op::Read, &p),
+        Verdict::Deny
+    );
+    assert_eq!(
+        verdict(&w.guard_with("{}", ApprovalMode::Always), Op::Read, &p),
+        Verdict::Allow
+    );
+    assert!(is_env_file(Path::new("/a/.env")));
+    assert!(!is_env_file(Path::new("/a/.envrc")));
+    assert!(!is_env_file(Path::new("/a/x.env")));
+}
+
+#[test]
+fn explain_lists_each_rule_consulted() {
+    let w = World::new();
+    let g = w.guard("{}");
+    let (d, steps) = g.explain(Op::Write, &w.p("proj/cert.pem"));
+    assert_eq!(d.verdict, Verdict::Deny);
+    let names: Vec<&str> = steps.iter().map(|s| s.rule.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "enabled = true",
+            "mode read-write",
+            "pi control surface",
+            "denyWrite"
+        ]
+    );
+    assert!(steps.last().unwrap().matched);
+    let (_, steps) = g.explain(Op::Write, &w.p("proj/src/a.ts"));
+    assert_eq!(steps.last().unwrap().rule, "allowWrite");
+}
+
+#[test]
+fn unresolvable_paths_fail_closed() {
+    let w = World::new();
+    symlink(w.p("proj/b"), w.p("proj/a")).unwrap();
+    symlink(w.p("proj/a"), w.p("proj/b")).unwrap();
+    let g = w.guard("{}");
+    let d = g.check(Op::Read, &w.p("proj/a/x"));
+    assert_eq!(d.verdict, Verdict::Deny);
+    assert!(d.reason.contains("symbolic links"), "{}", d.reason);
+}
+
+#[test]
+fn search_tools_may_not_walk_into_denied_directories() {
+    let w = World::new();
+    let g = w.guard("{}");
+    let d = g.check_search(&w.p("home"), "grep");
+    assert_eq!(d.verdict, Verdict::Deny);
+    assert!(d.reason.contains(".ssh"), "{}", d.reason);
+    assert_eq!(g.check_search(&w.p("proj"), "grep").verdict, Verdict::Allow);
+    // a denied entry that does not exist cannot be walked into
+    assert_eq!(
+        g.check_search(&w.p("home/.pi"), "find").verdict,
+        Verdict::Allow
+    );
+}
+
+#[test]
+fn tool_inputs_resolve_like_pi() {
+    let w = World::new();
+    let g = w.guard("{}");
+    let home = &w.env.home;
+    let check = |tool: &str, input: serde_json::Value| check_tool(&g, tool, &input, home).unwrap();
+    // `@` prefix and `~` as pi expands them
+    assert_eq!(
+        check("read", json!({"path": "@~/.ssh/id_rsa"}))
+            .decision
+            .verdict,
+        Verdict::Deny
+    );
+    assert_eq!(
+        check("read", json!({"path": "../home/.ssh/id_rsa"}))
+            .decision
+            .verdict,
+        Verdict::Deny
+    );
+    // a non-breaking space pi turns into a plain one
+    std::fs::write(w.p("proj/a b.txt"), b"x").unwrap();
+    let d = check("write", json!({"path": "a\u{00A0}b.pem", "content": ""})).decision;
+    assert_eq!(d.path, w.p("proj/a b.pem"));
+    assert_eq!(d.verdict, Verdict::Deny);
+    assert_eq!(check("ls", json!({})).decision.verdict, Verdict::Allow);
+    assert_eq!(
+        check("ls", json!({"path": "~/.ssh"})).decision.verdict,
+        Verdict::Deny
+    );
+    assert_eq!(
+        check("find", json!({"pattern": "*", "path": "~"}))
+            .decision
+            .verdict,
+        Verdict::Deny
+    );
+    assert_eq!(
+        check("edit", json!({"path": "x.key", "edits": []}))
+            .decision
+            .verdict,
+        Verdict::Deny
+    );
+    assert_eq!(
+        check("write", json!({"content": "no path"}))
+            .decision
+            .verdict,
+        Verdict::Deny
+    );
+    assert!(check_tool(&g, "bash", &json!({"command": "ls"}), home).is_none());
+}
+
+#[test]
+fn grep_keeps_env_files_out_unless_approval_mode_is_always() {
+    let w = World::new();
+    let g = w.guard("{}");
+    let home = &w.env.home;
+    let c = check_tool(&g, "grep", &json!({"pattern": "KEY"}), home).unwrap();
+    assert_eq!(c.decision.verdict, Verdict::Allow);
+    assert_eq!(c.patch, Some(("glob".into(), json!(ENV_FILE_EXCLUDE_GLOB))));
+    let c = check_tool(&g, "grep", &json!({"pattern": "KEY", "glob": "*.ts"}), home).unwrap();
+    assert_eq!(c.decision.verdict, Verdict::Allow);
+    assert_eq!(c.patch, None);
+    let c = check_tool(
+        &g,
+        "grep",
+        &json!({"pattern": "KEY", "glob": ".env*"}),
+        home,
+    )
+    .unwrap();
+    assert_eq!(c.decision.verdict, Verdict::Deny);
+    let g = w.guard_with("{}", ApprovalMode::Always);
+    let c = check_tool(&g, "grep", &json!({"pattern": "KEY"}), home).unwrap();
+    assert_eq!(c.patch, None);
+}
+
+#[test]
+fn edit_needs_read_and_write() {
+    let w = World::new();
+    let g = w.guard_with("{}", ApprovalMode::Deny);
+    let home = &w.env.home;
+    // readable-denied even though writable
+    let g2 = w.guard(r#"{"filesystem":{"denyRead":["./private"]}}"#);
+    let c = check_tool(
+        &g2,
+        "edit",
+        &json!({"path": "private/notes.md", "edits": []}),
+        home,
+    )
+    .unwrap();
+    assert_eq!(c.decision.verdict, Verdict::Deny);
+    assert_eq!(c.decision.op, Op::Read);
+    let c = check_tool(&g, "edit", &json!({"path": "src/a.ts", "edits": []}), home).unwrap();
+    assert_eq!(c.decision.verdict, Verdict::Allow);
+    assert_eq!(c.decision.op, Op::Write);
+}

@@ -1,0 +1,134 @@
+/**
+ * pi-sandbox-rs — pi extension. Thin: forwards tool calls to the Rust core and applies its
+ * answers. No policy lives here; see src/guard.rs and src/tools.rs.
+ */
+import { createRequire } from "node:module";
+import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
+import { addonLoadFailure, askApproval, showStatus, sandboxReport } from "./ui.ts";
+import type { SandboxAddon, SandboxHandle } from "./ui.ts";
+
+const GUARDED = new Set(["read", "write", "edit", "grep", "find", "ls"]);
+
+function loadAddon(): { addon?: SandboxAddon; error?: string } {
+	try {
+		const require = createRequire(import.meta.url);
+		return { addon: require("../index.js") as SandboxAddon };
+	} catch (e) {
+		return { error: e instanceof Error ? e.message : String(e) };
+	}
+}
+
+export default function sandboxExtension(pi: ExtensionAPI) {
+	const { addon, error: addonError } = loadAddon();
+	let sandbox: SandboxHandle | undefined;
+	let sandboxCwd: string | undefined;
+
+	pi.registerFlag("no-sandbox", {
+		description: "Turn the pi-sandbox-rs path guard off for this session",
+		type: "boolean",
+		default: false,
+	});
+	pi.registerFlag("sandbox-mode", {
+		description: "Sandbox mode: read-only (ro), read-write (rw) or yolo",
+		type: "string",
+	});
+
+	const disabledByFlag = () => pi.getFlag("no-sandbox") === true;
+
+	/** The session's sandbox, loaded on first use for ctx.cwd. */
+	function session(ctx: ExtensionContext): SandboxHandle | undefined {
+		if (!addon) return undefined;
+		if (!sandbox || sandboxCwd !== ctx.cwd) {
+			sandbox = addon.Sandbox.load({ cwd: ctx.cwd });
+			sandboxCwd = ctx.cwd;
+			const flagMode = pi.getFlag("sandbox-mode");
+			if (typeof flagMode === "string" && flagMode !== "") {
+				// A bad --sandbox-mode value must not fall back to something weaker: read-only.
+				try {
+					sandbox.setMode(flagMode, "--sandbox-mode flag");
+				} catch (e) {
+					sandbox.setMode("read-only", "--sandbox-mode flag (invalid value, read-only used)");
+					ctx.ui.notify(`${(e as Error).message}. Using read-only.`, "error");
+				}
+			}
+		}
+		return sandbox;
+	}
+
+	pi.on("session_start", async (_event, ctx) => {
+		if (disabledByFlag()) {
+			ctx.ui.notify("pi-sandbox-rs: disabled by --no-sandbox", "warning");
+			ctx.ui.setStatus("sandbox", "sandbox: off (--no-sandbox)");
+			return;
+		}
+		if (!addon) {
+			ctx.ui.notify(addonLoadFailure(addonError), "error");
+			ctx.ui.setStatus("sandbox", "sandbox: BROKEN");
+			return;
+		}
+		const s = session(ctx);
+		if (s?.error) ctx.ui.notify(`pi-sandbox-rs: ${s.error.message}`, "error");
+		showStatus(ctx, s);
+	});
+
+	pi.on("tool_call", async (event, ctx) => {
+		if (!GUARDED.has(event.toolName) || disabledByFlag()) return undefined;
+		if (!addon) return { block: true, reason: addonLoadFailure(addonError) };
+		const s = session(ctx);
+		if (!s) return { block: true, reason: addonLoadFailure(addonError) };
+		const answer = s.checkTool(event.toolName, event.input);
+		if (!answer) return undefined;
+		const { decision } = answer;
+		if (decision.verdict === "prompt") {
+			if (!(await askApproval(ctx, event.toolName, decision))) {
+				return { block: true, reason: decision.reason };
+			}
+		} else if (decision.verdict !== "allow") {
+			return { block: true, reason: decision.reason };
+		}
+		if (answer.patchKey) {
+			(event.input as Record<string, unknown>)[answer.patchKey] = answer.patchValue;
+		}
+		return undefined;
+	});
+
+	pi.registerCommand("sandbox", {
+		description: "Show the effective sandbox configuration and where each rule comes from",
+		handler: async (_args, ctx) => {
+			ctx.ui.notify(sandboxReport(disabledByFlag(), addonError, session(ctx)), "info");
+		},
+	});
+
+	pi.registerCommand("sandbox-mode", {
+		description: "Show or set the sandbox mode: read-only (ro), read-write (rw), yolo",
+		handler: async (args, ctx) => {
+			const s = session(ctx);
+			if (!s) {
+				ctx.ui.notify(addonLoadFailure(addonError), "error");
+				return;
+			}
+			const wanted = args.trim();
+			if (wanted) {
+				try {
+					s.setMode(wanted, "/sandbox-mode");
+				} catch (e) {
+					ctx.ui.notify((e as Error).message, "error");
+					return;
+				}
+			}
+			ctx.ui.notify(`Sandbox mode: ${s.mode}`, "info");
+			showStatus(ctx, s);
+		},
+	});
+
+	pi.registerShortcut("ctrl+x", {
+		description: "Cycle sandbox mode: read-only → read-write → yolo",
+		handler: async (ctx) => {
+			const s = session(ctx);
+			if (!s) return;
+			const mode = s.cycleMode("Ctrl+X");
+			ctx.ui.notify(`Sandbox mode: ${mode}`, mode === "yolo" ? "warning" : "info");
+			showStatus(ctx, s);
+		},
+	});
+}

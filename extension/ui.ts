@@ -1,0 +1,34 @@
+/** Prompts, status line and /sandbox output. Formatting only: decisions come from Rust. */
+import type { ExtensionContext } from "@mariozechner/pi-coding-agent";
+import type { JsDecision, Sandbox } from "../index.js";
+
+export type SandboxHandle = Sandbox;
+export type SandboxAddon = typeof import("../index.js");
+
+export function addonLoadFailure(cause: string | undefined): string {
+	return (
+		`pi-sandbox-rs: the native addon failed to load (${cause ?? "unknown cause"}), so every file tool is blocked. ` +
+		"Rebuild it with `npm run build` in the package directory, or start pi with --no-sandbox to run unprotected."
+	);
+}
+
+/** Asks the user about a decision that needs approval; false when there is no UI. */
+export async function askApproval(ctx: ExtensionContext, tool: string, decision: JsDecision): Promise<boolean> {
+	if (!ctx.hasUI) return false;
+	return ctx.ui.confirm(`Sandbox: allow ${tool} of ${decision.path}?`, `${decision.reason}\n\nRule: ${decision.rule}`);
+}
+
+export function showStatus(ctx: ExtensionContext, s: Sandbox | undefined): void {
+	if (!s) return;
+	let text: string;
+	if (s.error) text = "sandbox: BROKEN config (all file tools blocked)";
+	else if (!s.enabled) text = "sandbox: off (enabled: false)";
+	else text = `sandbox: ${s.mode}`;
+	ctx.ui.setStatus("sandbox", text);
+}
+
+export function sandboxReport(disabledByFlag: boolean, addonError: string | undefined, s: Sandbox | undefined): string {
+	if (disabledByFlag) return "pi-sandbox-rs is off for this session (--no-sandbox).";
+	if (!s) return addonLoadFailure(addonError);
+	return s.describe();
+}
