@@ -1,0 +1,207 @@
+// Tests of the addon's exported API and of the CLI, on real files in a throwaway tree.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const require = createRequire(import.meta.url);
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const addon = require(path.join(repo, "index.js"));
+const { Sandbox, parseMode, guardedTools } = addon;
+
+/** A tree outside /tmp (the defaults make /tmp writable): home with a secret, agent dir, project. */
+function world() {
+  const base = path.join(repo, "__test__", ".work");
+  mkdirSync(base, { recursive: true });
+  const root = realpathSync(mkdtempSync(path.join(base, "addon-")));
+  const home = path.join(root, "home");
+  const agentDir = path.join(home, ".pi", "agent");
+  const cwd = path.join(root, "proj");
+  for (const d of [path.join(home, ".ssh"), agentDir, path.join(cwd, "src"), path.join(root, "outside")]) {
+    mkdirSync(d, { recursive: true });
+  }
+  writeFileSync(path.join(home, ".ssh", "id_rsa"), "SECRET");
+  const load = (extra = {}) => Sandbox.load({ cwd, home, agentDir, approvalMode: "ask", ...extra });
+  return { root, home, agentDir, cwd, load, cleanup: () => rmSync(root, { recursive: true, force: true }) };
+}
+
+test("check names the rule and the file it came from", (t) => {
+  const w = world();
+  t.after(w.cleanup);
+  mkdirSync(path.join(w.cwd, ".pi"));
+  const project = path.join(w.cwd, ".pi", "sandbox.json");
+  writeFileSync(project, JSON.stringify({ filesystem: { denyWrite: ["**/secrets/**", "*.pem"] } }));
+  const s = w.load();
+  assert.equal(s.error, null);
+  const d = s.check("write", "a/secrets/token");
+  assert.equal(d.verdict, "deny");
+  assert.equal(d.rule, "denyWrite pattern '**/secrets/**'");
+  assert.equal(d.source, project);
+  assert.equal(d.path, path.join(w.cwd, "a/secrets/token"));
+  assert.match(d.reason, /denyWrite wins over allowWrite/);
+  assert.equal(s.check("write", "src/main.rs").verdict, "allow");
+  const r = s.check("read", path.join(w.home, ".ssh/id_rsa"));
+  assert.equal(r.verdict, "deny");
+  assert.equal(r.source, "built-in defaults");
+});
+
+test("paths are canonicalised: a symlink to a secret is the secret", (t) => {
+  const w = world();
+  t.after(w.cleanup);
+  symlinkSync(path.join(w.home, ".ssh", "id_rsa"), path.join(w.cwd, "src", "notes.txt"));
+  const s = w.load();
+  const d = s.check("read", "src/notes.txt");
+  assert.equal(d.verdict, "deny");
+  assert.equal(d.path, path.join(w.home, ".ssh", "id_rsa"));
+});
+
+test("explain returns every rule consulted", (t) => {
+  const w = world();
+  t.after(w.cleanup);
+  const e = w.load().explain("write", path.join(w.root, "outside", "x"));
+  assert.equal(e.decision.verdict, "deny");
+  assert.equal(e.decision.rule, "outside allowWrite");
+  assert.deepEqual(
+    e.steps.map((s) => s.rule),
+    ["enabled = true", "mode read-write", "pi control surface", "denyWrite", "allowWrite"],
+  );
+  assert.equal(e.steps.at(-1).matched, false);
+});
+
+test("checkTool resolves inputs as pi does and patches grep's glob", (t) => {
+  const w = world();
+  t.after(w.cleanup);
+  const s = w.load();
+  assert.equal(s.checkTool("bash", { command: "ls" }), null);
+  const read = s.checkTool("read", { path: "@../home/.ssh/id_rsa" });
+  assert.equal(read.decision.verdict, "deny");
+  assert.equal(read.patchKey, undefined);
+  const grep = s.checkTool("grep", { pattern: "x" });
+  assert.equal(grep.decision.verdict, "allow");
+  assert.equal(grep.patchKey, "glob");
+  assert.equal(grep.patchValue, "!{.env,.env.*}");
+  assert.equal(s.checkTool("grep", { pattern: "x", path: w.home }).decision.verdict, "deny");
+  assert.equal(s.checkTool("write", { path: ".pi/extensions/x.ts", content: "" }).decision.verdict, "deny");
+  assert.deepEqual(guardedTools(), ["read", "write", "edit", "grep", "find", "ls"]);
+});
+
+test("a broken config loads in a refusing state and recovers once fixed", (t) => {
+  const w = world();
+  t.after(w.cleanup);
+  mkdirSync(path.join(w.cwd, ".pi"));
+  const project = path.join(w.cwd, ".pi", "sandbox.json");
+  writeFileSync(project, '{\n  "filesystem": {\n    "denyWrite": [".env",]\n  }\n}\n');
+  const s = w.load();
+  assert.equal(s.error.code, "E_CONFIG_PARSE");
+  assert.equal(s.error.file, project);
+  assert.match(s.error.message, new RegExp(`^${project.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}:3:`));
+  const d = s.checkTool("read", { path: "src/ok.txt" });
+  assert.equal(d.decision.verdict, "deny");
+  assert.match(d.decision.reason, /cannot load its policy/);
+  assert.match(s.describe(), /BROKEN \(E_CONFIG_PARSE\)/);
+  // Fixed on disk: the next tool call picks it up without a restart.
+  writeFileSync(project, JSON.stringify({ filesystem: { denyWrite: [".env"] } }));
+  assert.equal(s.checkTool("read", { path: "src/ok.txt" }).decision.verdict, "allow");
+  assert.equal(s.error, null);
+});
+
+test("schema errors carry the key path; bad rules name the entry", (t) => {
+  const w = world();
+  t.after(w.cleanup);
+  mkdirSync(path.join(w.cwd, ".pi"));
+  const project = path.join(w.cwd, ".pi", "sandbox.json");
+  writeFileSync(project, JSON.stringify({ filesystem: { allowWrite: ".", denyRead: [] } }));
+  let s = w.load();
+  assert.equal(s.error.code, "E_CONFIG_SCHEMA");
+  assert.match(s.error.message, /filesystem\.allowWrite/);
+  writeFileSync(project, JSON.stringify({ network: { alowedDomains: [] } }));
+  s = w.load();
+  assert.match(s.error.message, /network\.alowedDomains/);
+  writeFileSync(project, JSON.stringify({ filesystem: { denyRead: ["~/*.txt"] } }));
+  s = w.load();
+  assert.equal(s.error.code, "E_CONFIG_RULE");
+  assert.match(s.error.message, /~\/\*\.txt/);
+});
+
+test("modes: aliases, errors with codes, cycling", (t) => {
+  const w = world();
+  t.after(w.cleanup);
+  assert.equal(parseMode("ro"), "read-only");
+  assert.equal(parseMode("readwrite"), "read-write");
+  assert.throws(() => parseMode("off"), (e) => e.code === "E_BAD_MODE" && /read-only/.test(e.message));
+  const s = w.load();
+  assert.equal(s.mode, "read-write");
+  assert.equal(s.setMode("ro", "test"), "read-only");
+  const d = s.check("write", "src/a.ts");
+  assert.equal(d.rule, "mode read-only");
+  assert.equal(d.source, "test");
+  assert.equal(s.cycleMode("Ctrl+X"), "read-write");
+  assert.equal(s.cycleMode("Ctrl+X"), "yolo");
+  assert.equal(s.check("read", path.join(w.home, ".ssh/id_rsa")).verdict, "allow");
+  assert.equal(s.cycleMode("Ctrl+X"), "read-only");
+  assert.throws(() => s.check("delete", "x"), (e) => e.code === "E_BAD_OP");
+  assert.throws(() => s.check("read", "a\0b"), (e) => e.code === "E_BAD_PATH");
+  assert.throws(() => Sandbox.load({ cwd: "relative" }), (e) => e.code === "E_BAD_PATH");
+});
+
+test("approval modes for env files, and a bad value fails closed", (t) => {
+  const w = world();
+  t.after(w.cleanup);
+  writeFileSync(path.join(w.cwd, ".env"), "TOKEN=1");
+  assert.equal(w.load({ approvalMode: "ask" }).check("read", ".env").verdict, "prompt");
+  assert.equal(w.load({ approvalMode: "deny" }).check("read", ".env").verdict, "deny");
+  assert.equal(w.load({ approvalMode: "always" }).check("read", ".env").verdict, "allow");
+  const bad = w.load({ approvalMode: "maybe" });
+  assert.equal(bad.error.code, "E_APPROVAL_MODE");
+  assert.equal(bad.check("read", "src/x").verdict, "deny");
+});
+
+test("enabled:false turns the guard off, and /sandbox says so with its source", (t) => {
+  const w = world();
+  t.after(w.cleanup);
+  mkdirSync(path.join(w.agentDir, "extensions"), { recursive: true });
+  const global = path.join(w.agentDir, "extensions", "sandbox.json");
+  writeFileSync(global, JSON.stringify({ enabled: false }));
+  const s = w.load();
+  assert.equal(s.enabled, false);
+  assert.equal(s.check("write", "/etc/passwd").verdict, "allow");
+  assert.match(s.describe(), new RegExp(`enabled\\s+false\\s+↳ from ${global.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`));
+});
+
+function cli(args, opts = {}) {
+  return spawnSync(process.execPath, [path.join(repo, "bin", "pi-sandbox.js"), ...args], {
+    encoding: "utf8",
+    ...opts,
+  });
+}
+
+test("CLI: check and explain exit 0/1 with the reason; config shows sources", (t) => {
+  const w = world();
+  t.after(w.cleanup);
+  const env = { ...process.env, HOME: w.home, PI_CODING_AGENT_DIR: w.agentDir, PI_SANDBOX_APPROVAL_MODE: "" };
+  let r = cli(["check", "read", "~/.ssh/id_rsa"], { cwd: w.cwd, env });
+  assert.equal(r.status, 1, r.stderr);
+  assert.match(r.stdout, /BLOCKED: read .*\.ssh\/id_rsa/);
+  assert.match(r.stdout, /denyRead entry '~\/\.ssh'/);
+  r = cli(["check", "write", "src/new.ts", "--json"], { cwd: w.cwd, env });
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(JSON.parse(r.stdout).verdict, "allow");
+  r = cli(["explain", "write", "key.pem", "--cwd", w.cwd], { env });
+  assert.equal(r.status, 1);
+  assert.match(r.stdout, /● denyWrite/);
+  r = cli(["config"], { cwd: w.cwd, env });
+  assert.equal(r.status, 0);
+  assert.match(r.stdout, /filesystem\.denyRead\s+~\/\.ssh/);
+  assert.match(r.stdout, /\(absent\)/);
+  r = cli(["check", "delete", "x"], { cwd: w.cwd, env });
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /usage: pi-sandbox check read\|write PATH/);
+  mkdirSync(path.join(w.cwd, ".pi"));
+  writeFileSync(path.join(w.cwd, ".pi", "sandbox.json"), "{ nope");
+  r = cli(["config"], { cwd: w.cwd, env });
+  assert.equal(r.status, 1);
+  assert.match(r.stdout, /BROKEN \(E_CONFIG_PARSE\).*sandbox\.json:1:3/);
+});

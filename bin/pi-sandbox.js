@@ -1,0 +1,100 @@
+#!/usr/bin/env node
+// pi-sandbox CLI: the sandbox's policy without a model. Formatting only; decisions are Rust's.
+"use strict";
+
+const path = require("node:path");
+
+const USAGE = `pi-sandbox — check the pi-sandbox-rs policy from the shell
+
+Usage:
+  pi-sandbox check read|write PATH [--json]   decide one access (exit 0 allowed, 1 blocked)
+  pi-sandbox explain read|write PATH [--json] the same, with every rule consulted
+  pi-sandbox config                           effective config and the file each value came from
+
+Options:
+  --cwd DIR   session directory (default: the current directory); PATH is relative to it
+  -h, --help  this text
+
+Config files: $PI_CODING_AGENT_DIR/extensions/sandbox.json (default ~/.pi/agent/...), then
+<cwd>/.pi/sandbox.json. PI_SANDBOX_APPROVAL_MODE (ask|always|deny) applies as in pi.`;
+
+function fail(message, code = 2) {
+  process.stderr.write(`pi-sandbox: ${message}\n`);
+  process.exit(code);
+}
+
+function parseArgs(argv) {
+  const opts = { json: false, cwd: process.cwd(), rest: [] };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === "-h" || a === "--help") opts.help = true;
+    else if (a === "--json") opts.json = true;
+    else if (a === "--cwd") {
+      if (i + 1 >= argv.length) fail("--cwd needs a directory");
+      opts.cwd = path.resolve(argv[++i]);
+    } else if (a.startsWith("--cwd=")) opts.cwd = path.resolve(a.slice(6));
+    else if (a === "--") opts.rest.push(...argv.slice(i + 1)), (i = argv.length);
+    else if (a.startsWith("-") && a !== "-") fail(`unknown option ${a}\n\n${USAGE}`);
+    else opts.rest.push(a);
+  }
+  return opts;
+}
+
+function loadAddon() {
+  try {
+    return require("../index.js");
+  } catch (e) {
+    fail(`the native addon failed to load (${e.message}). Build it with 'npm run build' in ${path.join(__dirname, "..")}.`);
+  }
+}
+
+function printDecision(d) {
+  const mark = d.verdict === "allow" ? "ALLOWED" : d.verdict === "prompt" ? "NEEDS APPROVAL" : "BLOCKED";
+  console.log(`${mark}: ${d.op} ${d.path}`);
+  console.log(`  rule:   ${d.rule}`);
+  console.log(`  source: ${d.source}`);
+  console.log(`  ${d.reason}`);
+}
+
+function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  const [command, ...args] = opts.rest;
+  if (opts.help || !command) {
+    console.log(USAGE);
+    process.exit(opts.help ? 0 : 2);
+  }
+  const { Sandbox } = loadAddon();
+  const sandbox = Sandbox.load({ cwd: opts.cwd });
+  switch (command) {
+    case "check":
+    case "explain": {
+      const [op, target] = args;
+      if (!["read", "write"].includes(op) || !target || args.length > 2) {
+        fail(`usage: pi-sandbox ${command} read|write PATH`);
+      }
+      if (command === "check") {
+        const d = sandbox.check(op, target);
+        if (opts.json) console.log(JSON.stringify(d, null, 2));
+        else printDecision(d);
+        process.exit(d.verdict === "allow" ? 0 : 1);
+      }
+      const e = sandbox.explain(op, target);
+      if (opts.json) console.log(JSON.stringify(e, null, 2));
+      else {
+        printDecision(e.decision);
+        console.log("  rules consulted, in order:");
+        for (const s of e.steps) console.log(`    ${s.matched ? "●" : "○"} ${s.rule}  (${s.source})`);
+      }
+      process.exit(e.decision.verdict === "allow" ? 0 : 1);
+    }
+    case "config": {
+      if (args.length) fail("usage: pi-sandbox config");
+      process.stdout.write(sandbox.describe());
+      process.exit(sandbox.error ? 1 : 0);
+    }
+    default:
+      fail(`unknown command '${command}'\n\n${USAGE}`);
+  }
+}
+
+main();

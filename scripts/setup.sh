@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Installs what the project needs on a fresh Debian/Ubuntu clone, skipping what is present:
+# system packages (bubblewrap, socat, ripgrep), fd for pi's find tool, npm deps, the addon.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf '[setup] %s\n' "$*"; }
+
+need_pkgs=()
+command -v bwrap >/dev/null 2>&1 || need_pkgs+=(bubblewrap)
+command -v socat >/dev/null 2>&1 || need_pkgs+=(socat)
+command -v rg >/dev/null 2>&1 || need_pkgs+=(ripgrep)
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  if command -v apt-get >/dev/null 2>&1; then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    if [ -n "$sudo" ] && ! command -v sudo >/dev/null 2>&1; then
+      say "missing ${need_pkgs[*]} and no root to install them: install them with your package manager"; exit 1
+    fi
+    say "installing ${need_pkgs[*]}"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+  else
+    say "missing ${need_pkgs[*]}: install them with your package manager"; exit 1
+  fi
+fi
+
+command -v cargo >/dev/null 2>&1 || { say "cargo not found: install Rust (https://rustup.rs), then re-run"; exit 1; }
+
+# pi's find tool runs fd and passes --no-require-git (fd >= 8.7); Debian's fd-find 8.6 is too
+# old and pi would try to download one, which fails offline.
+fd_ok() {
+  local v
+  v=$("$1" --version 2>/dev/null | awk '{print $2}') || return 1
+  [ -n "$v" ] && [ "$(printf '%s\n8.7.0\n' "$v" | sort -V | head -n1)" = "8.7.0" ]
+}
+fd_bin=""
+for c in fd "$HOME/.cargo/bin/fd"; do
+  if command -v "$c" >/dev/null 2>&1 && fd_ok "$(command -v "$c")"; then fd_bin=$(command -v "$c"); break; fi
+done
+if [ -z "$fd_bin" ]; then
+  say "building fd for pi's find tool (cargo install --locked fd-find, a few minutes once)"
+  cargo install --locked --quiet fd-find
+fi
+
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  say "installing npm dependencies (npm ci)"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+
+say "building the native addon (napi build --release)"
+npx napi build --platform --release >/dev/null 2>&1 || npx napi build --platform --release
