@@ -3,7 +3,17 @@
  * answers. No policy lives here; see src/guard.rs and src/tools.rs.
  */
 import { createRequire } from "node:module";
-import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
+import {
+	createEditToolDefinition,
+	createFindToolDefinition,
+	createGrepToolDefinition,
+	createLsToolDefinition,
+	createReadToolDefinition,
+	createWriteToolDefinition,
+	getAgentDir,
+	SettingsManager,
+} from "@mariozechner/pi-coding-agent";
+import type { ExtensionAPI, ExtensionContext, ToolDefinition } from "@mariozechner/pi-coding-agent";
 import { addonLoadFailure, askApproval, showStatus, sandboxReport } from "./ui.ts";
 import type { SandboxAddon, SandboxHandle } from "./ui.ts";
 
@@ -18,8 +28,35 @@ function loadAddon(): { addon?: SandboxAddon; error?: string } {
 	}
 }
 
+/**
+ * pi's own file tools, unchanged except that they run sequentially. pi checks a parallel batch
+ * (tool_call) before running any of it, so `[bash "ln -s ~/.ssh/id_rsa x", read "x"]` would be
+ * checked while x did not exist yet. A batch holding a sequential tool runs call by call, each
+ * checked right before it runs, after the previous one finished.
+ */
+function registerSequentialFileTools(pi: ExtensionAPI, cwd: string) {
+	let autoResizeImages = true;
+	try {
+		autoResizeImages = SettingsManager.create(cwd, getAgentDir()).getImageAutoResize();
+	} catch {
+		// pi reports unreadable settings itself; keep its default.
+	}
+	const definitions: ToolDefinition<any, any, any>[] = [
+		createReadToolDefinition(cwd, { autoResizeImages }),
+		createWriteToolDefinition(cwd),
+		createEditToolDefinition(cwd),
+		createGrepToolDefinition(cwd),
+		createFindToolDefinition(cwd),
+		createLsToolDefinition(cwd),
+	];
+	for (const definition of definitions) {
+		pi.registerTool({ ...definition, executionMode: "sequential" });
+	}
+}
+
 export default function sandboxExtension(pi: ExtensionAPI) {
 	const { addon, error: addonError } = loadAddon();
+	registerSequentialFileTools(pi, process.cwd());
 	let sandbox: SandboxHandle | undefined;
 	let sandboxCwd: string | undefined;
 
