@@ -36,6 +36,14 @@ export declare class Sandbox {
   setMode(mode: string, how: string): string
   /** read-only → read-write → yolo → read-only; returns the new mode. */
   cycleMode(how: string): string
+  /**
+   * Prepares a shell command for pi's bash: the policy's verdict and, when sandboxed, the
+   * command string to run instead (it runs the sandbox, keeps the exit code, cleans up).
+   * `network`: "on" | "off" (default off).
+   */
+  prepareBash(command: string, network?: string | undefined | null): JsPrepared
+  /** Prepares an argv (no shell) the same way: `program` + `args` when sandboxed. */
+  prepareRun(argv: Array<string>, network?: string | undefined | null): JsPrepared
   /** The effective configuration as text, each value with the file it came from. */
   describe(): string
 }
@@ -72,6 +80,25 @@ export interface JsLoadError {
   code: string
   message: string
   file?: string
+}
+
+export interface JsPrepared {
+  /** "sandboxed" | "unsandboxed" | "denied" */
+  verdict: string
+  /** Why it is unsandboxed or denied, for the user and the model. */
+  reason?: string
+  /** Sandboxed shell command: what to run in place of the user's (via `bash -c`). */
+  command?: string
+  /** Sandboxed argv run: the program and its arguments. */
+  program?: string
+  args?: Array<string>
+  /** The temp script holding the command (removed by `command` when it finishes). */
+  script?: string
+  /**
+   * Empty directories to create before an argv run and remove after it if still empty
+   * (mount points for protected paths that do not exist yet). `command` does this itself.
+   */
+  placeholders?: Array<string>
 }
 
 export interface JsStep {

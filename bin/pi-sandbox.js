@@ -3,6 +3,9 @@
 "use strict";
 
 const path = require("node:path");
+const fs = require("node:fs");
+const { spawnSync } = require("node:child_process");
+const os = require("node:os");
 
 const USAGE = `pi-sandbox — check the pi-sandbox-rs policy from the shell
 
@@ -10,6 +13,9 @@ Usage:
   pi-sandbox check read|write PATH [--json]   decide one access (exit 0 allowed, 1 blocked)
   pi-sandbox explain read|write PATH [--json] the same, with every rule consulted
   pi-sandbox config                           effective config and the file each value came from
+  pi-sandbox run [--network on|off] -- CMD [ARGS...]
+                                              run CMD in the OS sandbox from the current directory;
+                                              exit code passed through (126 when refused, with why)
 
 Options:
   --cwd DIR   session directory (default: the current directory); PATH is relative to it
@@ -24,11 +30,15 @@ function fail(message, code = 2) {
 }
 
 function parseArgs(argv) {
-  const opts = { json: false, cwd: process.cwd(), rest: [] };
+  const opts = { json: false, cwd: process.cwd(), rest: [], network: "off" };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === "-h" || a === "--help") opts.help = true;
     else if (a === "--json") opts.json = true;
+    else if (a === "--network") {
+      if (i + 1 >= argv.length) fail("--network needs on or off");
+      opts.network = argv[++i];
+    } else if (a.startsWith("--network=")) opts.network = a.slice(10);
     else if (a === "--cwd") {
       if (i + 1 >= argv.length) fail("--cwd needs a directory");
       opts.cwd = path.resolve(argv[++i]);
@@ -54,6 +64,46 @@ function printDecision(d) {
   console.log(`  rule:   ${d.rule}`);
   console.log(`  source: ${d.source}`);
   console.log(`  ${d.reason}`);
+}
+
+/** Runs a prepared argv, returning its exit code (128+N for a signal, as shells report it). */
+function runPrepared(prepared, argv) {
+  if (prepared.verdict === "denied") {
+    process.stderr.write(`pi-sandbox: ${prepared.reason}\n`);
+    return 126;
+  }
+  let program = argv[0];
+  let args = argv.slice(1);
+  const placeholders = prepared.placeholders ?? [];
+  if (prepared.verdict === "sandboxed") {
+    program = prepared.program;
+    args = prepared.args;
+  } else {
+    process.stderr.write(`pi-sandbox: running unsandboxed: ${prepared.reason}\n`);
+  }
+  const created = [];
+  for (const p of placeholders) {
+    try {
+      fs.mkdirSync(p);
+      created.push(p);
+    } catch {
+      // exists already, or cannot be made: bwrap reports the latter
+    }
+  }
+  const r = spawnSync(program, args, { stdio: "inherit" });
+  for (const p of created) {
+    try {
+      fs.rmdirSync(p);
+    } catch {
+      // not empty: something the user's own tools put there; leave it
+    }
+  }
+  if (r.error) {
+    process.stderr.write(`pi-sandbox: cannot start ${program}: ${r.error.message}\n`);
+    return 127;
+  }
+  if (r.signal) return 128 + (os.constants.signals[r.signal] ?? 0);
+  return r.status ?? 1;
 }
 
 function main() {
@@ -86,6 +136,16 @@ function main() {
         for (const s of e.steps) console.log(`    ${s.matched ? "●" : "○"} ${s.rule}  (${s.source})`);
       }
       process.exit(e.decision.verdict === "allow" ? 0 : 1);
+    }
+    case "run": {
+      if (!args.length) fail("usage: pi-sandbox run [--network on|off] -- CMD [ARGS...]");
+      let prepared;
+      try {
+        prepared = sandbox.prepareRun(args, opts.network);
+      } catch (e) {
+        fail(e.message);
+      }
+      process.exit(runPrepared(prepared, args));
     }
     case "config": {
       if (args.length) fail("usage: pi-sandbox config");

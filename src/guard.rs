@@ -791,6 +791,30 @@ impl Guard {
         self.allow_write.iter().map(|r| r.path.as_path())
     }
 
+    /// The rule that keeps `canonical` read-only whatever allowWrite says (pi's control
+    /// surface or a denyWrite pattern), if any. The OS layer re-binds such paths read-only.
+    pub fn write_protection(&self, canonical: &Path) -> Option<&str> {
+        if self
+            .session_dirs
+            .iter()
+            .any(|d| canonical.starts_with(&d.path))
+        {
+            return self
+                .deny_write
+                .first_match(canonical)
+                .map(|r| r.label.as_str());
+        }
+        self.mandatory_write
+            .first_match(canonical)
+            .or_else(|| self.deny_write.first_match(canonical))
+            .map(|r| r.label.as_str())
+    }
+
+    /// pi's session folders: writable whatever allowWrite says.
+    pub fn session_dir_paths(&self) -> impl Iterator<Item = &Path> {
+        self.session_dirs.iter().map(|r| r.path.as_path())
+    }
+
     pub fn has_rules(&self) -> bool {
         !self.deny_read.is_empty() || !self.deny_write.is_empty()
     }

@@ -3,7 +3,10 @@
 
 pub mod config;
 pub mod guard;
+pub mod launch;
 pub mod paths;
+pub mod platform;
+pub mod policy;
 pub mod session;
 pub mod tools;
 
@@ -15,7 +18,8 @@ use serde_json::Value;
 
 use crate::config::{Env, Mode};
 use crate::guard::{Decision, Op, Step};
-use crate::session::{Options, Session};
+use crate::policy::Network;
+use crate::session::{Options, Prepared, Session};
 
 /// A JS error whose `code` is our stable code (e.g. `E_BAD_MODE`).
 fn js_error(code: &str, message: impl Into<String>) -> Error<String> {
@@ -104,6 +108,78 @@ pub struct JsLoadError {
     pub code: String,
     pub message: String,
     pub file: Option<String>,
+}
+
+#[napi(object)]
+pub struct JsPrepared {
+    /// "sandboxed" | "unsandboxed" | "denied"
+    pub verdict: String,
+    /// Why it is unsandboxed or denied, for the user and the model.
+    pub reason: Option<String>,
+    /// Sandboxed shell command: what to run in place of the user's (via `bash -c`).
+    pub command: Option<String>,
+    /// Sandboxed argv run: the program and its arguments.
+    pub program: Option<String>,
+    pub args: Option<Vec<String>>,
+    /// The temp script holding the command (removed by `command` when it finishes).
+    pub script: Option<String>,
+    /// Empty directories to create before an argv run and remove after it if still empty
+    /// (mount points for protected paths that do not exist yet). `command` does this itself.
+    pub placeholders: Option<Vec<String>>,
+}
+
+fn parse_network(network: Option<String>) -> napi::Result<Network, String> {
+    match network.as_deref() {
+        None => Ok(Network::Off),
+        Some(n) => Network::parse(n).ok_or_else(|| {
+            js_error(
+                "E_BAD_NETWORK",
+                format!("unknown network mode {n:?}; use \"on\" or \"off\""),
+            )
+        }),
+    }
+}
+
+fn js_prepared(p: Prepared) -> napi::Result<JsPrepared, String> {
+    let empty = |verdict: &str, reason: String| JsPrepared {
+        verdict: verdict.into(),
+        reason: Some(reason),
+        command: None,
+        program: None,
+        args: None,
+        script: None,
+        placeholders: None,
+    };
+    Ok(match p {
+        Prepared::Unsandboxed(reason) => empty("unsandboxed", reason),
+        Prepared::Denied(reason) => empty("denied", reason),
+        Prepared::Sandboxed(launch) => {
+            let command = launch
+                .shell_command()
+                .map_err(|e| js_error("E_LAUNCH", e.to_string()))?;
+            JsPrepared {
+                verdict: "sandboxed".into(),
+                reason: None,
+                command: Some(command),
+                program: Some(launch.program.display().to_string()),
+                args: Some(
+                    launch
+                        .args
+                        .iter()
+                        .map(|a| a.to_string_lossy().into_owned())
+                        .collect(),
+                ),
+                script: launch.script.map(|s| s.display().to_string()),
+                placeholders: Some(
+                    launch
+                        .placeholders
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect(),
+                ),
+            }
+        }
+    })
 }
 
 fn parse_op(op: &str) -> napi::Result<Op, String> {
@@ -239,6 +315,36 @@ impl Sandbox {
     #[napi]
     pub fn cycle_mode(&mut self, how: String) -> String {
         self.session.cycle_mode(&how).as_str().into()
+    }
+
+    /// Prepares a shell command for pi's bash: the policy's verdict and, when sandboxed, the
+    /// command string to run instead (it runs the sandbox, keeps the exit code, cleans up).
+    /// `network`: "on" | "off" (default off).
+    #[napi]
+    pub fn prepare_bash(
+        &mut self,
+        command: String,
+        network: Option<String>,
+    ) -> napi::Result<JsPrepared, String> {
+        let network = parse_network(network)?;
+        self.session.refresh();
+        js_prepared(self.session.prepare_bash(&command, network))
+    }
+
+    /// Prepares an argv (no shell) the same way: `program` + `args` when sandboxed.
+    #[napi]
+    pub fn prepare_run(
+        &mut self,
+        argv: Vec<String>,
+        network: Option<String>,
+    ) -> napi::Result<JsPrepared, String> {
+        let network = parse_network(network)?;
+        if argv.is_empty() {
+            return Err(js_error("E_BAD_COMMAND", "no command given"));
+        }
+        self.session.refresh();
+        let argv: Vec<std::ffi::OsString> = argv.into_iter().map(Into::into).collect();
+        js_prepared(self.session.prepare_argv(&argv, network))
     }
 
     /// The effective configuration as text, each value with the file it came from.

@@ -9,6 +9,9 @@ use serde_json::Value;
 
 use crate::config::{self, Config, ConfigError, Env, Mode, Source, MODE_HELP};
 use crate::guard::{ApprovalMode, Decision, Guard, GuardError, Op, Step, Verdict};
+use crate::launch::{self, Launch, LaunchError};
+use crate::platform::detect::{self, Capability};
+use crate::policy::{self, Adapter, BashDecision, BashRequest, Network};
 use crate::tools::{self, ToolCheck};
 
 /// Why a session has no usable policy. Each carries a stable code for the JS side.
@@ -48,6 +51,16 @@ pub struct Options {
     pub env: Env,
     /// Raw `PI_SANDBOX_APPROVAL_MODE`, validated here.
     pub approval_mode: Option<String>,
+}
+
+/// The outcome of preparing a command.
+#[derive(Debug)]
+pub enum Prepared {
+    Sandboxed(Launch),
+    /// The user turned protection off; run the command as is.
+    Unsandboxed(String),
+    /// Do not run; the reason says why and how to fix it.
+    Denied(String),
 }
 
 type Stamp = Vec<Option<(SystemTime, u64)>>;
@@ -186,6 +199,66 @@ impl Session {
                 patch: None,
             }),
             None => None,
+        }
+    }
+
+    /// How a shell command runs: the policy's decision, and for a sandboxed run the launch.
+    pub fn prepare_bash(&self, command: &str, network: Network) -> Prepared {
+        self.prepare(network, |guard, program| {
+            launch::bwrap_bash(
+                guard,
+                program,
+                network == Network::On,
+                command,
+                &std::env::temp_dir(),
+            )
+        })
+    }
+
+    /// Like `prepare_bash` for an argv run without a shell (the CLI's `run -- CMD ARGS`).
+    pub fn prepare_argv(&self, argv: &[std::ffi::OsString], network: Network) -> Prepared {
+        self.prepare(network, |guard, program| {
+            launch::bwrap_argv(guard, program, network == Network::On, argv)
+        })
+    }
+
+    fn prepare(
+        &self,
+        network: Network,
+        build: impl FnOnce(&Guard, &Path) -> Result<Launch, LaunchError>,
+    ) -> Prepared {
+        let guard = match self.guard() {
+            Some(g) => g,
+            None => {
+                return Prepared::Denied(self.refused(Op::Write, &self.options.env.cwd).reason);
+            }
+        };
+        let capability = detect::detect();
+        let decision = policy::decide(&BashRequest {
+            capability: &capability,
+            enabled: guard.enabled().value,
+            mode: guard.mode().value,
+            network,
+        });
+        match (decision, &capability) {
+            (BashDecision::Unsandboxed { reason }, _) => Prepared::Unsandboxed(reason),
+            (BashDecision::Denied { reason }, _) => Prepared::Denied(reason),
+            (
+                BashDecision::Sandboxed {
+                    adapter: Adapter::Bwrap,
+                    ..
+                },
+                Capability::Bwrap { program },
+            ) => match build(guard, program) {
+                Ok(l) => Prepared::Sandboxed(l),
+                Err(e) => Prepared::Denied(format!(
+                    "Blocked: the sandbox for this command could not be set up: {e}"
+                )),
+            },
+            (BashDecision::Sandboxed { .. }, _) => Prepared::Denied(
+                "Blocked: the macOS sandbox (sandbox-exec) adapter is not finished yet, so bash does not run. Use /sandbox-mode yolo or --no-sandbox to run it unprotected."
+                    .into(),
+            ),
         }
     }
 

@@ -1,0 +1,224 @@
+//! Turning a command into a sandboxed launch: the temp script, the wrapped command string
+//! pi's bash tool runs instead, exit-code preservation and cleanup.
+//!
+//! The user's command is never quoted or parsed: it is written byte for byte into a script
+//! file, so heredocs, quotes, `$`, backslashes and unicode arrive intact. Only paths we
+//! generate ourselves are quoted for the outer shell.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::io::Write as _;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::guard::Guard;
+use crate::platform::bwrap::{self, BwrapError};
+use crate::platform::mounts::{self, Facts, MountPlan};
+
+#[derive(Debug)]
+pub enum LaunchError {
+    Script { dir: PathBuf, message: String },
+    Bwrap(BwrapError),
+    NotUtf8 { path: PathBuf },
+}
+
+impl fmt::Display for LaunchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LaunchError::Script { dir, message } => write!(
+                f,
+                "cannot write the command's script in {}: {message}. Free space or fix TMPDIR.",
+                dir.display()
+            ),
+            LaunchError::Bwrap(e) => write!(f, "{e}"),
+            LaunchError::NotUtf8 { path } => write!(
+                f,
+                "path {} is not valid UTF-8 and cannot be passed to the shell",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for LaunchError {}
+
+impl From<BwrapError> for LaunchError {
+    fn from(e: BwrapError) -> Self {
+        LaunchError::Bwrap(e)
+    }
+}
+
+/// A ready-to-run sandboxed command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launch {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+    /// The temp script holding the user's command, if any (removed after the run).
+    pub script: Option<PathBuf>,
+    /// Empty directories created as mount points, removed after the run if still empty.
+    pub placeholders: Vec<PathBuf>,
+}
+
+/// Single-quotes `s` for bash.
+fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+fn utf8(p: &std::ffi::OsStr) -> Result<&str, LaunchError> {
+    p.to_str().ok_or_else(|| LaunchError::NotUtf8 {
+        path: PathBuf::from(p),
+    })
+}
+
+impl Launch {
+    /// The command pi's bash runs in place of the user's: creates the placeholders, runs the
+    /// sandbox, keeps its exit code (a signal shows as 128+N, as in bash), cleans up.
+    pub fn shell_command(&self) -> Result<String, LaunchError> {
+        let mut out = String::new();
+        for p in &self.placeholders {
+            out.push_str(&format!(
+                "mkdir -- {} 2>/dev/null; ",
+                sh_quote(utf8(p.as_os_str())?)
+            ));
+        }
+        out.push_str(&sh_quote(utf8(self.program.as_os_str())?));
+        for a in &self.args {
+            out.push(' ');
+            out.push_str(&sh_quote(utf8(a)?));
+        }
+        out.push_str("; __pi_sandbox_rc=$?; ");
+        if let Some(s) = &self.script {
+            out.push_str(&format!("rm -f -- {}; ", sh_quote(utf8(s.as_os_str())?)));
+        }
+        for p in &self.placeholders {
+            out.push_str(&format!(
+                "rmdir -- {} 2>/dev/null; ",
+                sh_quote(utf8(p.as_os_str())?)
+            ));
+        }
+        out.push_str("exit $__pi_sandbox_rc");
+        Ok(out)
+    }
+}
+
+/// Writes `command` to `<dir>/pi-bash-<pid>-<ms>-<rand>.sh`, mode 0700.
+pub fn write_script(dir: &Path, command: &str) -> Result<PathBuf, LaunchError> {
+    let err = |e: std::io::Error| LaunchError::Script {
+        dir: dir.to_path_buf(),
+        message: e.to_string(),
+    };
+    let ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
+    let mut file = tempfile::Builder::new()
+        .prefix(&format!("pi-bash-{}-{ms}-", std::process::id()))
+        .suffix(".sh")
+        .rand_bytes(8)
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempfile_in(dir)
+        .map_err(err)?;
+    file.write_all(command.as_bytes()).map_err(err)?;
+    file.flush().map_err(err)?;
+    let (_, path) = file.keep().map_err(|e| err(e.error))?;
+    Ok(path)
+}
+
+/// The mount plan for `guard` as the disk is now.
+pub fn plan_for(guard: &Guard, network: bool, script: Option<&Path>) -> MountPlan {
+    // Host /tmp is replaced by a private tmpfs: nothing there needs protecting.
+    let writable: Vec<PathBuf> = guard
+        .allow_write_paths()
+        .filter(|p| !p.starts_with("/tmp"))
+        .map(Path::to_path_buf)
+        .collect();
+    let facts = Facts {
+        kind_of: &mounts::kind_on_disk,
+        protected: mounts::scan_protected(guard, &writable),
+        git_dirs: mounts::worktree_git_dirs(&guard.env().cwd),
+    };
+    mounts::plan(guard, &facts, network, script)
+}
+
+/// A bwrap launch of the shell command `command` (`bash -l <script>`), script in `tmp_dir`.
+pub fn bwrap_bash(
+    guard: &Guard,
+    bwrap_program: &Path,
+    network: bool,
+    command: &str,
+    tmp_dir: &Path,
+) -> Result<Launch, LaunchError> {
+    let script = write_script(tmp_dir, command)?;
+    let plan = plan_for(guard, network, Some(&script));
+    let argv = [
+        OsString::from("bash"),
+        "-l".into(),
+        script.as_os_str().into(),
+    ];
+    match bwrap::build(&plan, &argv) {
+        Ok(args) => Ok(Launch {
+            program: bwrap_program.to_path_buf(),
+            args,
+            script: Some(script),
+            placeholders: plan.placeholders,
+        }),
+        Err(e) => {
+            let _ = std::fs::remove_file(&script);
+            Err(e.into())
+        }
+    }
+}
+
+/// A bwrap launch of `argv` as given (the CLI's `run -- CMD ARGS`): no shell, no script.
+pub fn bwrap_argv(
+    guard: &Guard,
+    bwrap_program: &Path,
+    network: bool,
+    argv: &[OsString],
+) -> Result<Launch, LaunchError> {
+    let plan = plan_for(guard, network, None);
+    Ok(Launch {
+        program: bwrap_program.to_path_buf(),
+        args: bwrap::build(&plan, argv)?,
+        script: None,
+        placeholders: plan.placeholders,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_survives_every_byte_we_generate() {
+        assert_eq!(sh_quote("a b"), "'a b'");
+        assert_eq!(sh_quote("it's"), r"'it'\''s'");
+        let l = Launch {
+            program: "/usr/bin/bwrap".into(),
+            args: vec!["--bind".into(), "/w/it's here".into(), "--".into()],
+            script: Some("/tmp/pi-bash-1-2-x.sh".into()),
+            placeholders: vec!["/w/.pi".into()],
+        };
+        assert_eq!(
+            l.shell_command().unwrap(),
+            r"mkdir -- '/w/.pi' 2>/dev/null; '/usr/bin/bwrap' '--bind' '/w/it'\''s here' '--'; __pi_sandbox_rc=$?; rm -f -- '/tmp/pi-bash-1-2-x.sh'; rmdir -- '/w/.pi' 2>/dev/null; exit $__pi_sandbox_rc"
+        );
+    }
+
+    #[test]
+    fn script_is_private_and_holds_the_command_verbatim() {
+        let t = tempfile::tempdir().unwrap();
+        let cmd = "cat <<'EOF'\n$HOME \\ \"quotes\" 'single' ünïcødé\nEOF\n";
+        let p = write_script(t.path(), cmd).unwrap();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            name.starts_with(&format!("pi-bash-{}-", std::process::id())),
+            "{name}"
+        );
+        assert!(name.ends_with(".sh"));
+        let meta = std::fs::metadata(&p).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o700);
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), cmd);
+    }
+}

@@ -1,0 +1,5 @@
+//! OS-level isolation for bash: detection, mount planning, and the per-platform builders.
+
+pub mod bwrap;
+pub mod detect;
+pub mod mounts;
