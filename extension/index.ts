@@ -70,7 +70,13 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		type: "string",
 	});
 
-	const disabledByFlag = () => pi.getFlag("no-sandbox") === true;
+	// pi 0.73 gives an unknown flag the next bare word as its value (`--no-sandbox "fix it"`):
+	// the flag's presence is the user's choice, unless it is explicitly falsy.
+	const disabledByFlag = () => {
+		const v = pi.getFlag("no-sandbox");
+		if (typeof v === "string") return !["", "false", "0", "no", "off"].includes(v.toLowerCase());
+		return v === true;
+	};
 
 	/** The session's sandbox, loaded on first use for ctx.cwd. */
 	function session(ctx: ExtensionContext): SandboxHandle | undefined {

@@ -1,0 +1,105 @@
+// Runs a real pi process (the devDependency) with this extension against the scripted mock
+// model, in a throwaway world outside /tmp (the defaults make /tmp writable).
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { startMockModel } from "./mock-model.mjs";
+
+export const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+const piBin = path.join(repo, "node_modules", ".bin", "pi");
+
+/** Directory holding an fd new enough for pi's find tool, or null. */
+function fdDir() {
+  for (const candidate of [spawnSync("which", ["fd"], { encoding: "utf8" }).stdout.trim(), path.join(process.env.HOME ?? "/root", ".cargo/bin/fd")]) {
+    if (candidate && existsSync(candidate)) return path.dirname(candidate);
+  }
+  return null;
+}
+
+/** A home (with a secret key), pi's agent dir and a project, under __test__/.work. */
+export function makeWorld(name = "pi") {
+  const base = path.join(repo, "__test__", ".work");
+  mkdirSync(base, { recursive: true });
+  const root = realpathSync(mkdtempSync(path.join(base, `${name}-`)));
+  const home = path.join(root, "home");
+  const agentDir = path.join(home, ".pi", "agent");
+  const project = path.join(root, "project");
+  const tmp = path.join(root, "tmp");
+  for (const d of [path.join(home, ".ssh"), agentDir, path.join(project, "src"), tmp, path.join(root, "outside")]) {
+    mkdirSync(d, { recursive: true });
+  }
+  writeFileSync(path.join(home, ".ssh", "id_rsa"), "SECRET-KEY-0451\n");
+  return { root, home, agentDir, project, tmp, cleanup: () => rmSync(root, { recursive: true, force: true }) };
+}
+
+/**
+ * @param {object} o
+ * @param {Array<Array<{name: string, arguments: object}>>} o.script  tool calls per turn
+ * @param {ReturnType<typeof makeWorld>} o.world
+ * @param {string[]} [o.args]  extra pi arguments
+ * @param {Record<string,string>} [o.env]  extra environment
+ */
+export async function runPi({ script, world, args = [], env = {}, cwd = world.project }) {
+  const model = await startMockModel(script);
+  writeFileSync(
+    path.join(world.agentDir, "models.json"),
+    JSON.stringify({
+      providers: {
+        mock: {
+          baseUrl: `http://127.0.0.1:${model.port}/v1`,
+          api: "openai-completions",
+          apiKey: "x",
+          compat: { supportsDeveloperRole: false },
+          models: [{ id: "mock-1", name: "mock", reasoning: false, input: ["text"], contextWindow: 100000, maxTokens: 4000, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 } }],
+        },
+      },
+    }),
+  );
+  writeFileSync(
+    path.join(world.agentDir, "settings.json"),
+    JSON.stringify({ defaultProvider: "mock", defaultModel: "mock-1", retry: { enabled: false } }),
+  );
+  const fd = fdDir();
+  const childEnv = {
+    ...process.env,
+    HOME: world.home,
+    PI_CODING_AGENT_DIR: world.agentDir,
+    TMPDIR: world.tmp,
+    PI_OFFLINE: "1",
+    PI_TELEMETRY: "0",
+    PATH: [fd, process.env.PATH].filter(Boolean).join(":"),
+    ...env,
+  };
+  for (const k of Object.keys(childEnv)) if (childEnv[k] === undefined) delete childEnv[k];
+  // Extra args go first: pi 0.73 lets an unknown flag take the next bare word as its value,
+  // so `--no-sandbox go` would swallow the prompt.
+  const argv = [
+    ...args,
+    "-p",
+    "-e",
+    path.join(repo, "extension", "index.ts"),
+    "--provider",
+    "mock",
+    "--model",
+    "mock-1",
+    "--no-context-files",
+    "--tools",
+    "read,bash,edit,write,grep,find,ls",
+    "go",
+  ];
+  const child = spawn(piBin, argv, { cwd, env: childEnv, stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (d) => (stdout += d));
+  child.stderr.on("data", (d) => (stderr += d));
+  const code = await new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill("SIGKILL"), 90_000);
+    child.on("close", (c) => {
+      clearTimeout(timer);
+      resolve(c);
+    });
+  });
+  await model.close();
+  return { code, stdout, stderr, results: model.results() };
+}
