@@ -41,6 +41,81 @@ export function makeWorld(name = "pi") {
  * @param {Record<string,string>} [o.env]  extra environment
  */
 export async function runPi({ script, world, args = [], env = {}, cwd = world.project }) {
+  const { model, childEnv } = await prepare(world, script, env);
+  // Extra args go first: pi 0.73 lets an unknown flag take the next bare word as its value,
+  // so `--no-sandbox go` would swallow the prompt.
+  const argv = [...args, "-p", ...commonArgs(), "go"];
+  const child = spawn(piBin, argv, { cwd, env: childEnv, stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (d) => (stdout += d));
+  child.stderr.on("data", (d) => (stderr += d));
+  const code = await exitOf(child);
+  await model.close();
+  return { code, stdout, stderr, results: model.results() };
+}
+
+function commonArgs() {
+  return [
+    "-e",
+    path.join(repo, "extension", "index.ts"),
+    "--provider",
+    "mock",
+    "--model",
+    "mock-1",
+    "--no-context-files",
+    "--tools",
+    "read,bash,edit,write,grep,find,ls",
+  ];
+}
+
+function exitOf(child) {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill("SIGKILL"), 90_000);
+    child.on("close", (c) => {
+      clearTimeout(timer);
+      resolve(c);
+    });
+  });
+}
+
+/**
+ * pi in RPC mode (ctx.hasUI is true): sends the prompt, answers each dialog with
+ * `answer(request)` (an extension_ui_response body without type/id), waits for agent_end.
+ */
+export async function runPiRpc({ script, world, answer, env = {}, cwd = world.project }) {
+  const { model, childEnv } = await prepare(world, script, env);
+  const child = spawn(piBin, ["--mode", "rpc", ...commonArgs()], { cwd, env: childEnv, stdio: ["pipe", "pipe", "pipe"] });
+  const dialogs = [];
+  let stderr = "";
+  child.stderr.on("data", (d) => (stderr += d));
+  let buffer = "";
+  child.stdout.on("data", (d) => {
+    buffer += d;
+    let nl;
+    while ((nl = buffer.indexOf("\n")) >= 0) {
+      const line = buffer.slice(0, nl);
+      buffer = buffer.slice(nl + 1);
+      let msg;
+      try {
+        msg = JSON.parse(line);
+      } catch {
+        continue;
+      }
+      if (msg.type === "extension_ui_request" && ["confirm", "select", "input", "editor"].includes(msg.method)) {
+        dialogs.push(msg);
+        child.stdin.write(`${JSON.stringify({ type: "extension_ui_response", id: msg.id, ...answer(msg) })}\n`);
+      }
+      if (msg.type === "agent_end") child.stdin.end();
+    }
+  });
+  child.stdin.write(`${JSON.stringify({ id: "p1", type: "prompt", message: "go" })}\n`);
+  const code = await exitOf(child);
+  await model.close();
+  return { code, stderr, dialogs, results: model.results() };
+}
+
+async function prepare(world, script, env) {
   const model = await startMockModel(script);
   writeFileSync(
     path.join(world.agentDir, "models.json"),
@@ -72,34 +147,5 @@ export async function runPi({ script, world, args = [], env = {}, cwd = world.pr
     ...env,
   };
   for (const k of Object.keys(childEnv)) if (childEnv[k] === undefined) delete childEnv[k];
-  // Extra args go first: pi 0.73 lets an unknown flag take the next bare word as its value,
-  // so `--no-sandbox go` would swallow the prompt.
-  const argv = [
-    ...args,
-    "-p",
-    "-e",
-    path.join(repo, "extension", "index.ts"),
-    "--provider",
-    "mock",
-    "--model",
-    "mock-1",
-    "--no-context-files",
-    "--tools",
-    "read,bash,edit,write,grep,find,ls",
-    "go",
-  ];
-  const child = spawn(piBin, argv, { cwd, env: childEnv, stdio: ["ignore", "pipe", "pipe"] });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (d) => (stdout += d));
-  child.stderr.on("data", (d) => (stderr += d));
-  const code = await new Promise((resolve) => {
-    const timer = setTimeout(() => child.kill("SIGKILL"), 90_000);
-    child.on("close", (c) => {
-      clearTimeout(timer);
-      resolve(c);
-    });
-  });
-  await model.close();
-  return { code, stdout, stderr, results: model.results() };
+  return { model, childEnv };
 }
