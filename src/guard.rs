@@ -109,6 +109,17 @@ pub struct Step {
     pub matched: bool,
 }
 
+/// Collects steps only when an explanation was asked for: `check` is the hot path.
+struct Trace(Option<Vec<Step>>);
+
+impl Trace {
+    fn push(&mut self, step: impl FnOnce() -> Step) {
+        if let Some(steps) = &mut self.0 {
+            steps.push(step());
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GuardError {
     Path(PathError),
@@ -462,12 +473,15 @@ impl Guard {
 
     /// Decides `op` on an already absolute path (canonicalised here).
     pub fn check(&self, op: Op, path: &Path) -> Decision {
-        self.explain(op, path).0
+        self.run(op, path, Trace(None)).0
     }
 
     /// Decides and returns every rule consulted, in order.
     pub fn explain(&self, op: Op, path: &Path) -> (Decision, Vec<Step>) {
-        let mut steps = Vec::new();
+        self.run(op, path, Trace(Some(Vec::new())))
+    }
+
+    fn run(&self, op: Op, path: &Path, mut steps: Trace) -> (Decision, Vec<Step>) {
         let canonical = match paths::canonicalize(path) {
             Ok(p) => p,
             Err(e) => {
@@ -483,14 +497,14 @@ impl Guard {
                         path.display()
                     ),
                 };
-                return (d, steps);
+                return (d, steps.0.unwrap_or_default());
             }
         };
         let d = self.decide(op, &canonical, &mut steps);
-        (d, steps)
+        (d, steps.0.unwrap_or_default())
     }
 
-    fn decide(&self, op: Op, path: &Path, steps: &mut Vec<Step>) -> Decision {
+    fn decide(&self, op: Op, path: &Path, steps: &mut Trace) -> Decision {
         let shown = path.display();
         let make = |verdict, rule: String, source: String, reason: String| Decision {
             verdict,
@@ -500,19 +514,12 @@ impl Guard {
             source,
             reason,
         };
-        let mut step = |rule: String, source: String, matched: bool| {
-            steps.push(Step {
-                rule,
-                source,
-                matched,
-            })
-        };
 
-        step(
-            format!("enabled = {}", self.enabled.value),
-            self.enabled.source.to_string(),
-            !self.enabled.value,
-        );
+        steps.push(|| Step {
+            rule: format!("enabled = {}", self.enabled.value),
+            source: self.enabled.source.to_string(),
+            matched: !self.enabled.value,
+        });
         if !self.enabled.value {
             return make(
                 Verdict::Allow,
@@ -522,11 +529,11 @@ impl Guard {
             );
         }
         let mode = self.mode.value;
-        step(
-            format!("mode {}", mode.as_str()),
-            self.mode.source.to_string(),
-            mode == Mode::Yolo || (mode == Mode::ReadOnly && op == Op::Write),
-        );
+        steps.push(|| Step {
+            rule: format!("mode {}", mode.as_str()),
+            source: self.mode.source.to_string(),
+            matched: mode == Mode::Yolo || (mode == Mode::ReadOnly && op == Op::Write),
+        });
         if mode == Mode::Yolo {
             return make(
                 Verdict::Allow,
@@ -558,12 +565,12 @@ impl Guard {
     fn decide_read(
         &self,
         path: &Path,
-        steps: &mut Vec<Step>,
+        steps: &mut Trace,
         make: impl Fn(Verdict, String, String, String) -> Decision,
     ) -> Decision {
         let shown = path.display();
         let hit = self.deny_read.first_match(path);
-        steps.push(Step {
+        steps.push(|| Step {
             rule: "denyRead".into(),
             source: hit
                 .map(|r| r.source.clone())
@@ -584,7 +591,7 @@ impl Guard {
             );
         }
         let env_file = is_env_file(path);
-        steps.push(Step {
+        steps.push(|| Step {
             rule: format!(
                 "sensitive env file (approval mode {})",
                 self.approval.as_str()
@@ -631,7 +638,7 @@ impl Guard {
     fn decide_write(
         &self,
         path: &Path,
-        steps: &mut Vec<Step>,
+        steps: &mut Trace,
         make: impl Fn(Verdict, String, String, String) -> Decision,
     ) -> Decision {
         let shown = path.display();
@@ -641,7 +648,7 @@ impl Guard {
         } else {
             self.mandatory_write.first_match(path)
         };
-        steps.push(Step {
+        steps.push(|| Step {
             rule: "pi control surface".into(),
             source: Source::Mandatory.to_string(),
             matched: mandatory.is_some(),
@@ -658,7 +665,7 @@ impl Guard {
             );
         }
         let deny = self.deny_write.first_match(path);
-        steps.push(Step {
+        steps.push(|| Step {
             rule: "denyWrite".into(),
             source: deny
                 .map(|r| r.source.clone())
@@ -679,7 +686,7 @@ impl Guard {
             );
         }
         if let Some(dir) = in_session_dir {
-            steps.push(Step {
+            steps.push(|| Step {
                 rule: format!("pi session folder {}", dir.path.display()),
                 source: dir.source.clone(),
                 matched: true,
@@ -692,7 +699,7 @@ impl Guard {
             );
         }
         let allow = self.allow_write.iter().find(|d| path.starts_with(&d.path));
-        steps.push(Step {
+        steps.push(|| Step {
             rule: "allowWrite".into(),
             source: allow
                 .map(|d| d.source.clone())

@@ -84,6 +84,54 @@ pub fn canonicalize(path: &Path) -> Result<PathBuf, PathError> {
             path: path.display().to_string(),
         });
     }
+    // Fast paths: let the kernel resolve an existing path, or the existing parent of a new
+    // file, in one open(O_PATH). Anything else takes the component walk below.
+    if let Some(p) = kernel_resolve(path) {
+        return Ok(p);
+    }
+    if let (Some(parent), Some(Component::Normal(name))) =
+        (path.parent(), path.components().next_back())
+    {
+        if let Some(p) = kernel_resolve(parent) {
+            if matches!(std::fs::symlink_metadata(path), Err(e) if e.kind() == io::ErrorKind::NotFound)
+            {
+                return Ok(p.join(name));
+            }
+        }
+    }
+    canonicalize_by_walk(path)
+}
+
+/// The path the kernel opens for `path`, read back from /proc/self/fd. None when it does not
+/// exist, or when /proc cannot tell (not mounted, not Linux).
+#[cfg(target_os = "linux")]
+fn kernel_resolve(path: &Path) -> Option<PathBuf> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    if !path.is_absolute() {
+        return None;
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_CLOEXEC)
+        .open(path)
+        .ok()?;
+    let real = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()?;
+    let bytes = real.as_os_str().as_encoded_bytes();
+    // Unlinked meanwhile, or outside our mount namespace's root: not a usable answer.
+    if !real.is_absolute() || bytes.ends_with(b" (deleted)") {
+        return None;
+    }
+    Some(real)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn kernel_resolve(_path: &Path) -> Option<PathBuf> {
+    None
+}
+
+/// Component-by-component resolution, for paths the kernel cannot open.
+fn canonicalize_by_walk(path: &Path) -> Result<PathBuf, PathError> {
     let mut pending: Vec<OsString> = Vec::new();
     push_components(path, &mut pending);
     let mut resolved = PathBuf::from("/");
@@ -366,6 +414,36 @@ mod tests {
         let root = real(&t);
         std::fs::write(root.join("f"), b"").unwrap();
         assert_eq!(canonicalize(&root.join("f/x")).unwrap(), root.join("f/x"));
+    }
+
+    #[test]
+    fn the_kernel_fast_path_and_the_walk_agree() {
+        let t = tempfile::tempdir().unwrap();
+        let root = real(&t);
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::fs::write(root.join("a/b/f"), b"").unwrap();
+        symlink(root.join("a/b"), root.join("l")).unwrap();
+        symlink("b/f", root.join("a/rel")).unwrap();
+        symlink(root.join("nowhere/x"), root.join("dangling")).unwrap();
+        for rel in [
+            "a/b/f",
+            "l/f",
+            "l/../b/f",
+            "a/rel",
+            "a/b/new",
+            "l/new",
+            "dangling",
+            "a/missing/../b/f",
+            "a/b/f/x",
+        ] {
+            let p = root.join(rel);
+            assert_eq!(
+                canonicalize(&p).unwrap(),
+                canonicalize_by_walk(&p).unwrap(),
+                "{rel}"
+            );
+        }
+        assert!(kernel_resolve(&root.join("l/f")).is_some());
     }
 
     #[test]

@@ -1,0 +1,114 @@
+// Benchmark (not a test): cost of one guard decision through N-API, by rule count.
+// Medians over many samples; ratios against a baseline measured in the same run.
+//   node bench/guard-bench.mjs [--quick]
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const require = createRequire(import.meta.url);
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const { Sandbox } = require(path.join(repo, "index.js"));
+
+const quick = process.argv.includes("--quick");
+const SAMPLES = quick ? 11 : 41;
+const BATCH = 2000;
+const RULE_COUNTS = [10, 100, 1000, 10000];
+
+mkdirSync(path.join(repo, ".bench"), { recursive: true });
+const root = realpathSync(mkdtempSync(path.join(repo, ".bench", "guard-")));
+const home = path.join(root, "home");
+const agentDir = path.join(home, ".pi", "agent");
+const cwd = path.join(root, "proj");
+mkdirSync(path.join(cwd, "src/a/b/c"), { recursive: true });
+mkdirSync(path.join(cwd, "config0/x"), { recursive: true });
+mkdirSync(path.join(home, "secret-0/inner"), { recursive: true });
+mkdirSync(agentDir, { recursive: true });
+writeFileSync(path.join(cwd, "src/a/b/c/file.ts"), "");
+
+/** N rules: a third denyRead paths, a third basename globs, a third path globs. */
+function config(n) {
+  const third = Math.max(1, Math.floor(n / 3));
+  const denyRead = [];
+  const denyWrite = [];
+  for (let i = 0; i < third; i++) denyRead.push(`~/secret-${i}`);
+  for (let i = 0; i < third; i++) denyWrite.push(i % 2 ? `*.ext${i}` : `secret-${i}.*`);
+  for (let i = 0; denyRead.length + denyWrite.length < n; i++) {
+    denyWrite.push(i % 2 ? `config${i}/**/*.json` : `**/vault${i}/**`);
+  }
+  return { filesystem: { denyRead, allowWrite: ["."], denyWrite } };
+}
+
+const queries = [
+  ["read", path.join(cwd, "src/a/b/c/file.ts"), "allow"],
+  ["write", path.join(cwd, "src/a/b/c/new.ts"), "allow"],
+  ["write", path.join(cwd, "src/a/secret-0.txt"), "deny"],
+  ["read", path.join(home, "secret-0/inner/key"), "deny"],
+];
+
+function load(n) {
+  mkdirSync(path.join(cwd, ".pi"), { recursive: true });
+  writeFileSync(path.join(cwd, ".pi", "sandbox.json"), JSON.stringify(n === 0 ? {} : config(n)));
+  const s = Sandbox.load({ cwd, home, agentDir, approvalMode: "ask" });
+  if (s.error) throw new Error(`config with ${n} rules rejected: ${s.error.message}`);
+  return s;
+}
+
+function percentile(sorted, p) {
+  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length - 1) * p))];
+}
+
+/** ns per call of fn(op, path), over SAMPLES batches of BATCH calls cycling the queries. */
+function measure(fn) {
+  for (let i = 0; i < BATCH; i++) fn(queries[i & 3][0], queries[i & 3][1]); // warm-up
+  const samples = [];
+  for (let s = 0; s < SAMPLES; s++) {
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < BATCH; i++) fn(queries[i & 3][0], queries[i & 3][1]);
+    samples.push(Number(process.hrtime.bigint() - t0) / BATCH);
+  }
+  samples.sort((a, b) => a - b);
+  return { median: percentile(samples, 0.5), p10: percentile(samples, 0.1), p90: percentile(samples, 0.9) };
+}
+
+const us = (ns) => (ns / 1000).toFixed(2);
+const rows = [];
+const js = measure((op, p) => (op.length + p.length) & 1); // N-API-free loop of the same shape
+// The floor for resolving a path safely: libc realpath of each query's directory.
+const realpath = measure((op, p) => realpathSync.native(dirname(p)));
+const base = load(0);
+const baseline = measure((op, p) => base.check(op, p));
+const loads = [];
+for (const n of RULE_COUNTS) {
+  const s = load(n);
+  for (const [op, p, want] of queries) {
+    const got = s.check(op, p).verdict;
+    if (got !== want) throw new Error(`${n} rules: ${op} ${p} gave ${got}, expected ${want}`);
+  }
+  rows.push([n, measure((op, p) => s.check(op, p))]);
+  const times = [];
+  for (let i = 0; i < (quick ? 3 : 7); i++) {
+    const t0 = process.hrtime.bigint();
+    load(n);
+    times.push(Number(process.hrtime.bigint() - t0));
+  }
+  times.sort((a, b) => a - b);
+  loads.push([n, percentile(times, 0.5)]);
+}
+rmSync(root, { recursive: true, force: true });
+
+console.log(`guard decision through N-API (sandbox.check), ${SAMPLES} samples × ${BATCH} decisions, 4-query mix`);
+console.log("target: ≤ 5 µs per decision at 100 rules, flat growth\n");
+console.log("| rules | median µs/decision | p10 | p90 | ratio vs 10 rules |");
+console.log("|---:|---:|---:|---:|---:|");
+console.log(`| JS loop (no N-API) | ${us(js.median)} | ${us(js.p10)} | ${us(js.p90)} | |`);
+console.log(`| realpath(dirname) only | ${us(realpath.median)} | ${us(realpath.p10)} | ${us(realpath.p90)} | |`);
+console.log(`| defaults only | ${us(baseline.median)} | ${us(baseline.p10)} | ${us(baseline.p90)} | |`);
+const ref = rows[0][1].median;
+for (const [n, m] of rows) {
+  console.log(`| ${n} | ${us(m.median)} | ${us(m.p10)} | ${us(m.p90)} | ${(m.median / ref).toFixed(2)}× |`);
+}
+console.log("\n| rules | Sandbox.load median ms (parse + compile) |");
+console.log("|---:|---:|");
+for (const [n, ns] of loads) console.log(`| ${n} | ${(ns / 1e6).toFixed(2)} |`);
