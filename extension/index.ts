@@ -4,11 +4,13 @@
  */
 import { createRequire } from "node:module";
 import {
+	createBashToolDefinition,
 	createEditToolDefinition,
 	createFindToolDefinition,
 	createGrepToolDefinition,
 	createLsToolDefinition,
 	createReadToolDefinition,
+	createLocalBashOperations,
 	createWriteToolDefinition,
 	getAgentDir,
 	SettingsManager,
@@ -56,7 +58,8 @@ function registerSequentialFileTools(pi: ExtensionAPI, cwd: string) {
 
 export default function sandboxExtension(pi: ExtensionAPI) {
 	const { addon, error: addonError } = loadAddon();
-	registerSequentialFileTools(pi, process.cwd());
+	const startCwd = process.cwd();
+	registerSequentialFileTools(pi, startCwd);
 	let sandbox: SandboxHandle | undefined;
 	let sandboxCwd: string | undefined;
 
@@ -64,6 +67,10 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		description: "Turn the pi-sandbox-rs path guard off for this session",
 		type: "boolean",
 		default: false,
+	});
+	pi.registerFlag("sandbox-network", {
+		description: "Network inside sandboxed bash: off (default) or on",
+		type: "string",
 	});
 	pi.registerFlag("sandbox-mode", {
 		description: "Sandbox mode: read-only (ro), read-write (rw) or yolo",
@@ -97,6 +104,58 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		}
 		return sandbox;
 	}
+
+	const network = () => {
+		const v = pi.getFlag("sandbox-network");
+		return typeof v === "string" && v !== "" ? v : "off";
+	};
+
+	/**
+	 * How a shell command runs: the command to run instead (sandboxed), the command as is
+	 * (protection turned off by the user), or an Error whose message says why it may not run.
+	 */
+	function wrapCommand(command: string): string | Error {
+		if (disabledByFlag()) return command;
+		if (!addon) return new Error(addonLoadFailure(addonError));
+		const s = sandbox ?? addon.Sandbox.load({ cwd: startCwd });
+		sandbox ??= s;
+		sandboxCwd ??= startCwd;
+		let prepared;
+		try {
+			prepared = s.prepareBash(command, network());
+		} catch (e) {
+			return e as Error;
+		}
+		if (prepared.verdict === "sandboxed" && prepared.command) return prepared.command;
+		if (prepared.verdict === "unsandboxed") return command;
+		return new Error(prepared.reason ?? "Blocked by the sandbox.");
+	}
+
+	const bash = createBashToolDefinition(startCwd, {
+		spawnHook: (spawn) => {
+			const wrapped = wrapCommand(spawn.command);
+			if (wrapped instanceof Error) throw wrapped;
+			return { ...spawn, command: wrapped };
+		},
+	});
+	pi.registerTool({ ...bash, label: "bash (sandboxed)" });
+
+	// The user's own `!cmd` / `!!cmd` goes through the same pipeline.
+	pi.on("user_bash", () => {
+		const local = createLocalBashOperations();
+		return {
+			operations: {
+				exec: (command, cwd, options) => {
+					const wrapped = wrapCommand(command);
+					if (wrapped instanceof Error) {
+						options.onData(Buffer.from(`${wrapped.message}\n`));
+						return Promise.resolve({ exitCode: 126 });
+					}
+					return local.exec(wrapped, cwd, options);
+				},
+			},
+		};
+	});
 
 	pi.on("session_start", async (_event, ctx) => {
 		if (disabledByFlag()) {

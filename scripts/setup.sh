@@ -45,7 +45,11 @@ fi
 
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   say "installing npm dependencies (npm ci)"
-  npm ci --no-audit --no-fund --loglevel=error
+  # npm 11 leaves some optional per-platform packages of @napi-rs/cli's dependencies out of
+  # the lock file, and `npm ci` then refuses it as out of sync; `npm install` reads the same
+  # lock file and tolerates that.
+  npm ci --no-audit --no-fund --loglevel=error 2>/dev/null ||
+    npm install --no-audit --no-fund --loglevel=error
 fi
 
 say "building the native addon (napi build --release)"
