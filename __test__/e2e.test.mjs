@@ -186,3 +186,27 @@ test("if the native addon cannot load, every guarded tool is blocked with the ca
   assert.match(res.call_0_1, /native addon failed to load/);
   assert.equal(existsSync(path.join(w.project, "src", "y.txt")), false);
 });
+
+test("the agent's bash runs sandboxed: the tool result shows why a write failed", async (t) => {
+  const w = makeWorld("bash");
+  t.after(w.cleanup);
+  const outside = path.join(w.root, "outside", "o.txt");
+  const r = await runPi({
+    world: w,
+    script: [
+      [
+        call("bash", { command: `echo in > in.txt && echo out > ${outside}` }),
+        call("bash", { command: "cat ~/.ssh/id_rsa; echo '{}' > .pi/sandbox.json" }),
+      ],
+    ],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const res = byId(r.results);
+  assert.match(res.call_0_0, /o\.txt: Read-only file system/);
+  assert.match(res.call_0_0, /Command exited with code 1/);
+  assert.equal(readFileSync(path.join(w.project, "in.txt"), "utf8"), "in\n");
+  assert.equal(existsSync(outside), false);
+  assert.doesNotMatch(res.call_0_1, new RegExp(SECRET));
+  assert.match(res.call_0_1, /id_rsa: No such file or directory/);
+  assert.equal(existsSync(path.join(w.project, ".pi", "sandbox.json")), false);
+});

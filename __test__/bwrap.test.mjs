@@ -1,0 +1,186 @@
+// The OS layer with the real bubblewrap: commands prepared by the addon, run the way pi runs
+// them (`bash -c <command>`), judged by what happened on disk, on the network and to processes.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { makeWorld, repo } from "./helpers/pi-run.mjs";
+
+const { Sandbox } = await import(path.join(repo, "index.js"));
+
+function setup(t, projectConfig) {
+  const w = makeWorld("bwrap");
+  t.after(w.cleanup);
+  if (projectConfig) {
+    mkdirSync(path.join(w.project, ".pi"), { recursive: true });
+    writeFileSync(path.join(w.project, ".pi", "sandbox.json"), JSON.stringify(projectConfig));
+  }
+  const sandbox = () => Sandbox.load({ cwd: w.project, home: w.home, agentDir: w.agentDir, approvalMode: "ask" });
+  /** Runs `command` as pi's bash tool would, through the sandbox. */
+  const run = (command, { network = "off", mode } = {}) => {
+    const s = sandbox();
+    if (mode) s.setMode(mode, "test");
+    const p = s.prepareBash(command, network);
+    assert.equal(p.verdict, "sandboxed", p.reason);
+    const r = spawnSync("bash", ["-c", p.command], { cwd: w.project, encoding: "utf8", env: { ...process.env, TMPDIR: w.tmp } });
+    return { ...r, script: p.script };
+  };
+  return { w, run, sandbox };
+}
+
+test("writes outside the workspace fail with EROFS and leave nothing; inside they work", (t) => {
+  const { w, run } = setup(t);
+  const outside = path.join(w.root, "outside", "escape.txt");
+  const r = run(`echo hi > ${outside}; echo "rc=$?"; echo kept > inside.txt; touch /etc/pi-sandbox-probe 2>&1; true`);
+  assert.match(r.stderr, /Read-only file system/);
+  assert.match(r.stdout, /rc=1/);
+  assert.equal(existsSync(outside), false);
+  assert.equal(existsSync("/etc/pi-sandbox-probe"), false);
+  assert.equal(readFileSync(path.join(w.project, "inside.txt"), "utf8"), "kept\n");
+});
+
+test("denied reads fail inside bash: directories masked, files emptied", (t) => {
+  const { w, run } = setup(t);
+  writeFileSync(path.join(w.agentDir, "auth.json"), '{"key":"API-KEY-999"}');
+  const r = run(`ls -A ~/.ssh; cat ~/.ssh/id_rsa; cat ${path.join(w.agentDir, "auth.json")}; echo end`);
+  assert.doesNotMatch(r.stdout + r.stderr, /SECRET-KEY-0451|API-KEY-999|id_rsa\n/);
+  assert.match(r.stderr, /id_rsa: No such file or directory/);
+  assert.match(r.stdout, /end/);
+});
+
+test("network off means no connection, not even to a server on 127.0.0.1", async (t) => {
+  const { sandbox } = setup(t);
+  const server = net.createServer((c) => c.end("hello-from-host\n"));
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  t.after(() => server.close());
+  const { port } = server.address();
+  const probe = `exec 3<>/dev/tcp/127.0.0.1/${port} && head -n1 <&3`;
+  // spawnSync would block the event loop the server answers on: run asynchronously.
+  const go = (network) =>
+    new Promise((resolve) => {
+      const p = sandbox().prepareBash(probe, network);
+      const child = spawn("bash", ["-c", p.command], { stdio: ["ignore", "pipe", "pipe"] });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (d) => (stdout += d));
+      child.stderr.on("data", (d) => (stderr += d));
+      child.on("close", (code) => resolve({ code, stdout, stderr }));
+    });
+  const off = await go("off");
+  assert.notEqual(off.code, 0);
+  assert.doesNotMatch(off.stdout, /hello-from-host/);
+  const on = await go("on");
+  assert.equal(on.code, 0, on.stderr);
+  assert.match(on.stdout, /hello-from-host/);
+});
+
+test("exit codes and signals are preserved; the temp script is gone afterwards", (t) => {
+  const { run } = setup(t);
+  for (const [cmd, code] of [
+    ["true", 0],
+    ["false", 1],
+    ["exit 42", 42],
+    ["kill -TERM $$", 143],
+    ["kill -KILL $$", 137],
+  ]) {
+    const r = run(cmd);
+    assert.equal(r.status, code, `${cmd}: ${r.stderr}`);
+    assert.equal(existsSync(r.script), false, `${cmd}: script left behind`);
+  }
+});
+
+test("host processes are invisible and nothing started inside outlives the command", (t) => {
+  const { run } = setup(t);
+  const marker = `${Date.now() % 100000}.${process.pid}`;
+  const r = run(`kill -0 ${process.pid} 2>/dev/null && echo host-visible; ls /proc | grep -c '^[0-9]'; setsid sleep ${marker} & nohup sleep ${marker} >/dev/null 2>&1 & disown; echo started`);
+  assert.equal(r.status, 0, r.stderr);
+  assert.doesNotMatch(r.stdout, /host-visible/);
+  const pids = Number(r.stdout.split("\n")[0]);
+  assert.ok(pids < 10, `saw ${pids} processes`);
+  const left = spawnSync("pgrep", ["-f", `sleep ${marker}`], { encoding: "utf8" });
+  assert.equal(left.stdout.trim(), "", "a background process outlived the sandbox");
+});
+
+test("tricky commands arrive byte for byte", (t) => {
+  const { run } = setup(t);
+  const cmd = [
+    "cat <<'EOF'",
+    `single 'quotes' and "double" $HOME \`backticks\` \\backslash \\n ünïcødé ✓ 🚀`,
+    "EOF",
+    `printf '%s|' "a b" 'c"d' "e'f" $'tab\\there'; echo`,
+  ].join("\n");
+  const r = run(cmd);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(
+    r.stdout,
+    `single 'quotes' and "double" $HOME \`backticks\` \\backslash \\n ünïcødé ✓ 🚀\n` + `a b|c"d|e'f|tab\there|\n`,
+  );
+});
+
+test("pi's control surface stays protected inside bash, existing or not, and no placeholder is left", (t) => {
+  const { w, run } = setup(t);
+  spawnSync("git", ["init", "-q", w.project]);
+  writeFileSync(path.join(w.agentDir, "settings.json"), "{}");
+  mkdirSync(path.join(w.agentDir, "sessions"));
+  const r = run(
+    [
+      "mkdir -p .pi/extensions && echo planted > .pi/extensions/evil.ts; echo pi=$?",
+      "echo x > .git/hooks/pre-commit; echo hook=$?",
+      "mv .git .git-moved; echo mvgit=$?",
+      "echo x >> .git/config; echo config=$?",
+      `echo '{}' > ${w.agentDir}/settings.json; echo settings=$?`,
+      `echo '{}' > ${w.agentDir}/models.json; echo models=$?`,
+      `echo s > ${w.agentDir}/sessions/s.jsonl; echo sessions=$?`,
+    ].join("\n"),
+  );
+  assert.match(r.stdout, /pi=1/);
+  assert.match(r.stdout, /hook=1/);
+  assert.match(r.stdout, /mvgit=1/);
+  assert.match(r.stdout, /config=1/);
+  assert.match(r.stdout, /settings=1/);
+  assert.match(r.stdout, /models=1/);
+  assert.match(r.stdout, /sessions=0/);
+  assert.equal(existsSync(path.join(w.project, ".pi")), false, "placeholder .pi left behind");
+  assert.equal(existsSync(path.join(w.project, ".git", "hooks", "pre-commit")), false);
+  assert.equal(existsSync(path.join(w.agentDir, "models.json")), false);
+  assert.equal(readFileSync(path.join(w.agentDir, "settings.json"), "utf8"), "{}");
+  // git still works on the workspace: the sandbox does not get in the way of real work
+  writeFileSync(path.join(w.project, "src", "lib.rs"), "// work\n");
+  const g = run("git add -A && git -c user.email=a@b -c user.name=n commit -qm x && git status --porcelain | wc -l");
+  assert.equal(g.status, 0, `git: ${g.stderr}${g.stdout}`);
+  assert.equal(g.stdout.trim(), "0");
+});
+
+test("existing denyWrite files are read-only; read-only mode makes the workspace read-only", (t) => {
+  const { w, run } = setup(t);
+  writeFileSync(path.join(w.project, "src", "server.pem"), "PEM-ORIGINAL");
+  let r = run("echo changed > src/server.pem; echo pem=$?; echo ok > src/main.rs; echo main=$?");
+  assert.match(r.stdout, /pem=1/);
+  assert.match(r.stdout, /main=0/);
+  assert.equal(readFileSync(path.join(w.project, "src", "server.pem"), "utf8"), "PEM-ORIGINAL");
+  r = run("echo x > src/other.rs; echo w=$?; echo t > /tmp/t && cat /tmp/t", { mode: "read-only" });
+  assert.match(r.stdout, /w=1/);
+  assert.match(r.stdout, /^t$/m, "private /tmp stays writable");
+  assert.equal(existsSync(path.join(w.project, "src", "other.rs")), false);
+});
+
+test("as an unprivileged user too (the CLI's run)", { skip: process.getuid() !== 0 && "needs root to switch user" }, (t) => {
+  const w = makeWorld("unpriv");
+  t.after(w.cleanup);
+  // The world must be reachable by nobody: open the path to it, hand it over.
+  for (let d = w.root; d !== "/"; d = path.dirname(d)) chmodSync(d, 0o755);
+  spawnSync("chown", ["-R", "65534:65534", w.root]);
+  const outside = path.join(w.root, "outside", "o.txt");
+  const r = spawnSync(
+    "setpriv",
+    ["--reuid=65534", "--regid=65534", "--clear-groups", "--", process.execPath, path.join(repo, "bin", "pi-sandbox.js"), "run", "--", "bash", "-c", `id -u; echo in > in.txt; echo out > ${outside}; cat ~/.ssh/id_rsa`],
+    { cwd: w.project, encoding: "utf8", env: { ...process.env, HOME: w.home, PI_CODING_AGENT_DIR: w.agentDir, TMPDIR: w.tmp } },
+  );
+  assert.match(r.stdout, /^65534$/m, r.stderr);
+  assert.equal(readFileSync(path.join(w.project, "in.txt"), "utf8"), "in\n");
+  assert.equal(existsSync(outside), false);
+  assert.match(r.stderr, /Read-only file system/);
+  assert.doesNotMatch(r.stdout, /SECRET-KEY-0451/);
+});
