@@ -302,6 +302,9 @@ pub struct Guard {
     allow_write: Vec<DirRule>,
     /// Canonical denyRead paths, for recursive tools.
     deny_read_paths: Vec<DirRule>,
+    /// denyWrite as globs over canonical absolute paths (name patterns stay bare), for OS
+    /// layers that take patterns (macOS).
+    deny_write_globs: Vec<String>,
 }
 
 impl Guard {
@@ -362,6 +365,7 @@ impl Guard {
         // with '/' matches the whole path (relative ones from the project root, `**/...`
         // anywhere).
         let mut deny_write = RuleSetBuilder::default();
+        let mut deny_write_globs = Vec::new();
         for raw in &config.deny_write.value {
             let rule = Rule {
                 label: format!("denyWrite pattern '{raw}'"),
@@ -379,12 +383,15 @@ impl Guard {
             let trimmed = raw.trim_end_matches('/');
             if !trimmed.contains('/') {
                 deny_write.basename_glob(compile_glob(trimmed).map_err(bad)?, rule);
+                deny_write_globs.push(trimmed.to_string());
             } else if !has_glob_chars(trimmed) {
                 let path = paths::resolve(trimmed, &env.home, &env.cwd)?;
+                deny_write_globs.push(globset::escape(&path.to_string_lossy()));
                 deny_write.literal(path, rule);
             } else {
                 let anchored = anchor_pattern(trimmed, &env)?;
                 deny_write.path_glob(compile_glob(&anchored).map_err(bad)?, rule);
+                deny_write_globs.push(anchored);
             }
         }
 
@@ -441,6 +448,7 @@ impl Guard {
             session_dirs,
             allow_write,
             deny_read_paths,
+            deny_write_globs,
             enabled: config.enabled.clone(),
             mode: config.mode.clone(),
             approval,
@@ -815,6 +823,11 @@ impl Guard {
             .first_match(canonical)
             .or_else(|| self.deny_write.first_match(canonical))
             .map(|r| r.label.as_str())
+    }
+
+    /// denyWrite patterns as globs over canonical paths (bare name patterns unchanged).
+    pub fn deny_write_globs(&self) -> &[String] {
+        &self.deny_write_globs
     }
 
     /// pi's session folders: writable whatever allowWrite says.

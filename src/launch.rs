@@ -12,9 +12,11 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::config::Mode;
 use crate::guard::Guard;
 use crate::platform::bwrap::{self, BwrapError};
-use crate::platform::mounts::{self, Facts, MountPlan};
+use crate::platform::mounts::{self, Facts, FileKind, MountPlan};
+use crate::platform::seatbelt::{self, SeatbeltPolicy};
 
 #[derive(Debug)]
 pub enum LaunchError {
@@ -56,6 +58,8 @@ pub struct Launch {
     pub args: Vec<OsString>,
     /// The temp script holding the user's command, if any (removed after the run).
     pub script: Option<PathBuf>,
+    /// Other temp files of this run (the macOS profile), removed after it.
+    pub temp_files: Vec<PathBuf>,
     /// Empty directories created as mount points, removed after the run if still empty.
     pub placeholders: Vec<PathBuf>,
 }
@@ -88,8 +92,8 @@ impl Launch {
             out.push_str(&sh_quote(utf8(a)?));
         }
         out.push_str("; __pi_sandbox_rc=$?; ");
-        if let Some(s) = &self.script {
-            out.push_str(&format!("rm -f -- {}; ", sh_quote(utf8(s.as_os_str())?)));
+        for f in self.script.iter().chain(&self.temp_files) {
+            out.push_str(&format!("rm -f -- {}; ", sh_quote(utf8(f.as_os_str())?)));
         }
         for p in &self.placeholders {
             out.push_str(&format!(
@@ -104,6 +108,10 @@ impl Launch {
 
 /// Writes `command` to `<dir>/pi-bash-<pid>-<ms>-<rand>.sh`, mode 0700.
 pub fn write_script(dir: &Path, command: &str) -> Result<PathBuf, LaunchError> {
+    write_temp(dir, "pi-bash", ".sh", command)
+}
+
+fn write_temp(dir: &Path, prefix: &str, suffix: &str, text: &str) -> Result<PathBuf, LaunchError> {
     let err = |e: std::io::Error| LaunchError::Script {
         dir: dir.to_path_buf(),
         message: e.to_string(),
@@ -113,13 +121,13 @@ pub fn write_script(dir: &Path, command: &str) -> Result<PathBuf, LaunchError> {
         .map(|d| d.as_millis())
         .unwrap_or(0);
     let mut file = tempfile::Builder::new()
-        .prefix(&format!("pi-bash-{}-{ms}-", std::process::id()))
-        .suffix(".sh")
+        .prefix(&format!("{prefix}-{}-{ms}-", std::process::id()))
+        .suffix(suffix)
         .rand_bytes(8)
         .permissions(std::fs::Permissions::from_mode(0o700))
         .tempfile_in(dir)
         .map_err(err)?;
-    file.write_all(command.as_bytes()).map_err(err)?;
+    file.write_all(text.as_bytes()).map_err(err)?;
     file.flush().map_err(err)?;
     let (_, path) = file.keep().map_err(|e| err(e.error))?;
     Ok(path)
@@ -161,6 +169,7 @@ pub fn bwrap_bash(
             program: bwrap_program.to_path_buf(),
             args,
             script: Some(script),
+            temp_files: vec![],
             placeholders: plan.placeholders,
         }),
         Err(e) => {
@@ -182,7 +191,85 @@ pub fn bwrap_argv(
         program: bwrap_program.to_path_buf(),
         args: bwrap::build(&plan, argv)?,
         script: None,
+        temp_files: vec![],
         placeholders: plan.placeholders,
+    })
+}
+
+/// The macOS profile for `guard`: the same rules as the mount plan, as SBPL.
+pub fn seatbelt_policy(guard: &Guard, network: bool, tmp_dir: &Path) -> SeatbeltPolicy {
+    let env = guard.env();
+    let mut policy = SeatbeltPolicy {
+        deny_read_dirs: vec![],
+        deny_read_files: vec![],
+        writable: vec![],
+        writable_exceptions: guard.session_dir_paths().map(Path::to_path_buf).collect(),
+        protected: vec![env.agent_dir.clone(), env.cwd.join(".pi")],
+        protected_regexes: vec![
+            r"(^|/)\.pi(/.*)?$".into(),
+            r"/\.git/hooks(/.*)?$".into(),
+            r"/\.git/config$".into(),
+            r"/\.git/(worktrees/[^/]+/)?config\.worktree$".into(),
+        ],
+        network,
+    };
+    for p in guard.deny_read_paths() {
+        match mounts::kind_on_disk(p) {
+            FileKind::File => policy.deny_read_files.push(p.to_path_buf()),
+            // A missing entry is protected as a directory: nothing may appear below it.
+            FileKind::Dir | FileKind::Missing => policy.deny_read_dirs.push(p.to_path_buf()),
+        }
+    }
+    if guard.mode().value != Mode::ReadOnly {
+        policy
+            .writable
+            .extend(guard.allow_write_paths().map(Path::to_path_buf));
+        policy.writable.extend(mounts::worktree_git_dirs(&env.cwd));
+    }
+    // macOS resolves /tmp to /private/tmp, and the per-user temp dir lives in /private/var.
+    let tmp = crate::paths::canonicalize(tmp_dir).unwrap_or_else(|_| tmp_dir.to_path_buf());
+    policy.writable.extend([PathBuf::from("/private/tmp"), tmp]);
+    policy
+        .writable
+        .extend(guard.session_dir_paths().map(Path::to_path_buf));
+    policy.protected_regexes.extend(
+        guard
+            .deny_write_globs()
+            .iter()
+            .map(|g| seatbelt::glob_to_regex(g)),
+    );
+    policy
+}
+
+/// A sandbox-exec launch of `command` (`bash -l <script>` under a generated profile).
+pub fn seatbelt_bash(
+    guard: &Guard,
+    program: &Path,
+    network: bool,
+    command: &str,
+    tmp_dir: &Path,
+) -> Result<Launch, LaunchError> {
+    let profile = seatbelt::build(&seatbelt_policy(guard, network, tmp_dir));
+    let profile_file = write_temp(tmp_dir, "pi-sandbox", ".sb", &profile)?;
+    let script = match write_script(tmp_dir, command) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = std::fs::remove_file(&profile_file);
+            return Err(e);
+        }
+    };
+    Ok(Launch {
+        program: program.to_path_buf(),
+        args: vec![
+            "-f".into(),
+            profile_file.as_os_str().into(),
+            "bash".into(),
+            "-l".into(),
+            script.as_os_str().into(),
+        ],
+        script: Some(script),
+        temp_files: vec![profile_file],
+        placeholders: vec![],
     })
 }
 
@@ -198,12 +285,71 @@ mod tests {
             program: "/usr/bin/bwrap".into(),
             args: vec!["--bind".into(), "/w/it's here".into(), "--".into()],
             script: Some("/tmp/pi-bash-1-2-x.sh".into()),
+            temp_files: vec![],
             placeholders: vec!["/w/.pi".into()],
         };
         assert_eq!(
             l.shell_command().unwrap(),
             r"mkdir -- '/w/.pi' 2>/dev/null; '/usr/bin/bwrap' '--bind' '/w/it'\''s here' '--'; __pi_sandbox_rc=$?; rm -f -- '/tmp/pi-bash-1-2-x.sh'; rmdir -- '/w/.pi' 2>/dev/null; exit $__pi_sandbox_rc"
         );
+    }
+
+    #[test]
+    fn the_macos_profile_carries_the_same_rules_as_the_guard() {
+        let t = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        let env = crate::config::Env {
+            home: root.join("home"),
+            cwd: root.join("proj"),
+            agent_dir: root.join("home/.pi/agent"),
+            session_dir: None,
+        };
+        std::fs::create_dir_all(env.home.join(".ssh")).unwrap();
+        std::fs::create_dir_all(&env.cwd).unwrap();
+        let cfg = crate::config::merge(&env.auth_json(), &[]).unwrap();
+        let guard = Guard::new(&cfg, &env, crate::guard::ApprovalMode::Ask).unwrap();
+        let tmp = root.join("tmp");
+        std::fs::create_dir_all(&tmp).unwrap();
+        let l = seatbelt_bash(
+            &guard,
+            Path::new("/usr/bin/sandbox-exec"),
+            false,
+            "echo hi",
+            &tmp,
+        )
+        .unwrap();
+        let profile_file = &l.temp_files[0];
+        let profile = std::fs::read_to_string(profile_file).unwrap();
+        let r = |p: &str| root.join(p).display().to_string();
+        assert!(
+            profile.contains(&format!("(subpath \"{}\")", r("home/.ssh"))),
+            "{profile}"
+        );
+        // auth.json does not exist yet: protected as a subpath so it cannot appear readable
+        assert!(profile.contains(&format!("(subpath \"{}\")", r("home/.pi/agent/auth.json"))));
+        assert!(profile.contains(&format!("(subpath \"{}\")", r("proj"))));
+        assert!(
+            profile.contains(r#"(regex #"(^|/)[^/]*\.pem(/.*)?$")"#),
+            "{profile}"
+        );
+        assert!(profile.contains(&format!("(subpath \"{}\")", r("home/.pi/agent/sessions"))));
+        assert!(!profile.contains("(allow network*)"));
+        assert_eq!(l.args[0], "-f");
+        assert_eq!(
+            std::fs::read_to_string(l.script.as_ref().unwrap()).unwrap(),
+            "echo hi"
+        );
+        let cmd = l.shell_command().unwrap();
+        assert!(cmd.contains(&format!("rm -f -- '{}'", profile_file.display())));
+        // the shell command cleans up both files
+        let status = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(cmd.replace("'/usr/bin/sandbox-exec'", "true"))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        assert!(!profile_file.exists());
+        assert!(!l.script.as_ref().unwrap().exists());
     }
 
     #[test]

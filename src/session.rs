@@ -53,6 +53,17 @@ pub struct Options {
     pub approval_mode: Option<String>,
 }
 
+type SeatbeltBuild<'a> = &'a dyn Fn(&Guard, &Path) -> Result<Launch, LaunchError>;
+
+fn built(launch: Result<Launch, LaunchError>) -> Prepared {
+    match launch {
+        Ok(l) => Prepared::Sandboxed(l),
+        Err(e) => Prepared::Denied(format!(
+            "Blocked: the sandbox for this command could not be set up: {e}"
+        )),
+    }
+}
+
 /// The outcome of preparing a command.
 #[derive(Debug)]
 pub enum Prepared {
@@ -204,28 +215,32 @@ impl Session {
 
     /// How a shell command runs: the policy's decision, and for a sandboxed run the launch.
     pub fn prepare_bash(&self, command: &str, network: Network) -> Prepared {
-        self.prepare(network, |guard, program| {
-            launch::bwrap_bash(
-                guard,
-                program,
-                network == Network::On,
-                command,
-                &std::env::temp_dir(),
-            )
-        })
+        let tmp = std::env::temp_dir();
+        let on = network == Network::On;
+        self.prepare(
+            network,
+            |guard, program| launch::bwrap_bash(guard, program, on, command, &tmp),
+            Some(&|guard: &Guard, program: &Path| {
+                launch::seatbelt_bash(guard, program, on, command, &tmp)
+            }),
+        )
     }
 
     /// Like `prepare_bash` for an argv run without a shell (the CLI's `run -- CMD ARGS`).
     pub fn prepare_argv(&self, argv: &[std::ffi::OsString], network: Network) -> Prepared {
-        self.prepare(network, |guard, program| {
-            launch::bwrap_argv(guard, program, network == Network::On, argv)
-        })
+        self.prepare(
+            network,
+            |guard, program| launch::bwrap_argv(guard, program, network == Network::On, argv),
+            None,
+        )
     }
 
+    /// `bwrap` builds the Linux launch, `seatbelt` the macOS one (None: not offered).
     fn prepare(
         &self,
         network: Network,
-        build: impl FnOnce(&Guard, &Path) -> Result<Launch, LaunchError>,
+        bwrap: impl FnOnce(&Guard, &Path) -> Result<Launch, LaunchError>,
+        seatbelt: Option<SeatbeltBuild>,
     ) -> Prepared {
         let guard = match self.guard() {
             Some(g) => g,
@@ -249,16 +264,22 @@ impl Session {
                     ..
                 },
                 Capability::Bwrap { program },
-            ) => match build(guard, program) {
-                Ok(l) => Prepared::Sandboxed(l),
-                Err(e) => Prepared::Denied(format!(
-                    "Blocked: the sandbox for this command could not be set up: {e}"
-                )),
+            ) => built(bwrap(guard, program)),
+            (
+                BashDecision::Sandboxed {
+                    adapter: Adapter::Seatbelt,
+                    ..
+                },
+                Capability::SandboxExec { program },
+            ) => match seatbelt {
+                Some(build) => built(build(guard, program)),
+                None => Prepared::Denied(
+                    "Blocked: on macOS, `pi-sandbox run` takes a shell command: pi-sandbox run -- bash -c '...'".into(),
+                ),
             },
-            (BashDecision::Sandboxed { .. }, _) => Prepared::Denied(
-                "Blocked: the macOS sandbox (sandbox-exec) adapter is not finished yet, so bash does not run. Use /sandbox-mode yolo or --no-sandbox to run it unprotected."
-                    .into(),
-            ),
+            (BashDecision::Sandboxed { .. }, _) => {
+                Prepared::Denied("Blocked: the sandbox adapter does not match this platform.".into())
+            }
         }
     }
 

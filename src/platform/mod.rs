@@ -3,3 +3,4 @@
 pub mod bwrap;
 pub mod detect;
 pub mod mounts;
+pub mod seatbelt;
