@@ -95,8 +95,8 @@ export interface JsPrepared {
   /** The temp script holding the command (removed by `command` when it finishes). */
   script?: string
   /**
-   * Empty directories to create before an argv run and remove after it if still empty
-   * (mount points for protected paths that do not exist yet). `command` does this itself.
+   * Empty directories to create before an argv run (mount points for protected paths that
+   * do not exist yet; kept afterwards). `command` does this itself.
    */
   placeholders?: Array<string>
 }

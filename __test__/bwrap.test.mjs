@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { makeWorld, repo } from "./helpers/pi-run.mjs";
@@ -119,7 +119,7 @@ test("tricky commands arrive byte for byte", (t) => {
   );
 });
 
-test("pi's control surface stays protected inside bash, existing or not, and no placeholder is left", (t) => {
+test("pi's control surface stays protected inside bash, existing or not, without getting in git's way", (t) => {
   const { w, run } = setup(t);
   spawnSync("git", ["init", "-q", w.project]);
   writeFileSync(path.join(w.agentDir, "settings.json"), "{}");
@@ -142,7 +142,8 @@ test("pi's control surface stays protected inside bash, existing or not, and no 
   assert.match(r.stdout, /settings=1/);
   assert.match(r.stdout, /models=1/);
   assert.match(r.stdout, /sessions=0/);
-  assert.equal(existsSync(path.join(w.project, ".pi")), false, "placeholder .pi left behind");
+  // .pi did not exist: it was made an empty, read-only mount point; nothing was planted in it
+  assert.deepEqual(readdirSync(path.join(w.project, ".pi")), []);
   assert.equal(existsSync(path.join(w.project, ".git", "hooks", "pre-commit")), false);
   assert.equal(existsSync(path.join(w.agentDir, "models.json")), false);
   assert.equal(readFileSync(path.join(w.agentDir, "settings.json"), "utf8"), "{}");
@@ -183,4 +184,53 @@ test("as an unprivileged user too (the CLI's run)", { skip: process.getuid() !==
   assert.equal(existsSync(outside), false);
   assert.match(r.stderr, /Read-only file system/);
   assert.doesNotMatch(r.stdout, /SECRET-KEY-0451/);
+});
+
+test("git worktree: started at its root, git can write its git dirs (hooks still protected); from a subdirectory it cannot", (t) => {
+  const w = makeWorld("worktree");
+  t.after(w.cleanup);
+  const main = path.join(w.root, "outside", "main");
+  const git = (...args) => spawnSync("git", ["-c", "user.email=a@b", "-c", "user.name=n", ...args], { encoding: "utf8" });
+  git("init", "-q", main);
+  writeFileSync(path.join(main, "a.txt"), "a\n");
+  git("-C", main, "add", "-A");
+  git("-C", main, "commit", "-qm", "init");
+  const wt = path.join(w.root, "wt");
+  assert.equal(git("-C", main, "worktree", "add", "-q", wt).status, 0);
+  mkdirSync(path.join(wt, "sub"));
+  const runIn = (cwd, command) => {
+    const s = Sandbox.load({ cwd, home: w.home, agentDir: w.agentDir, approvalMode: "ask" });
+    const p = s.prepareBash(command, "off");
+    assert.equal(p.verdict, "sandboxed", p.reason);
+    return spawnSync("bash", ["-c", p.command], { cwd, encoding: "utf8", env: { ...process.env, TMPDIR: w.tmp } });
+  };
+  const commit = "echo b > b.txt && git add -A && git -c user.email=a@b -c user.name=n commit -qm wt && echo committed";
+  let r = runIn(wt, `${commit}; echo evil > ${main}/.git/hooks/pre-commit; echo hook=$?`);
+  assert.match(r.stdout, /committed/, r.stderr);
+  assert.match(r.stdout, /hook=1/);
+  assert.equal(existsSync(path.join(main, ".git", "hooks", "pre-commit")), false);
+  r = runIn(path.join(wt, "sub"), "echo c > c.txt && git add -A && git -c user.email=a@b -c user.name=n commit -qm sub && echo committed");
+  assert.doesNotMatch(r.stdout, /committed/);
+  assert.match(r.stderr, /Read-only file system|unable to create|Unable to create/);
+});
+
+test("concurrent sandboxes: one finishing does not lift another's protection of a missing .pi", async (t) => {
+  const { w, sandbox } = setup(t);
+  const start = (command) => {
+    const p = sandbox().prepareBash(command, "off");
+    return new Promise((resolve) => {
+      const child = spawn("bash", ["-c", p.command], { cwd: w.project, env: { ...process.env, TMPDIR: w.tmp } });
+      let out = "";
+      child.stdout.on("data", (d) => (out += d));
+      child.stderr.on("data", (d) => (out += d));
+      child.on("close", (code) => resolve({ code, out }));
+    });
+  };
+  const slow = start("sleep 1; mkdir -p .pi/extensions && echo x > .pi/extensions/e.ts; echo slow=$?");
+  await new Promise((r) => setTimeout(r, 300));
+  const quick = await start("echo quick");
+  assert.match(quick.out, /quick/);
+  const s = await slow;
+  assert.match(s.out, /slow=1/, s.out);
+  assert.equal(existsSync(path.join(w.project, ".pi", "extensions")), false);
 });

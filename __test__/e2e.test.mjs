@@ -2,7 +2,8 @@
 // model. Every block is proven twice: by the reason pi returned to the model, and on disk.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { makeWorld, runPi } from "./helpers/pi-run.mjs";
 
@@ -209,4 +210,21 @@ test("the agent's bash runs sandboxed: the tool result shows why a write failed"
   assert.doesNotMatch(res.call_0_1, new RegExp(SECRET));
   assert.match(res.call_0_1, /id_rsa: No such file or directory/);
   assert.equal(existsSync(path.join(w.project, ".pi", "sandbox.json")), false);
+});
+
+test("sandboxed bash keeps pi's timeout: the whole sandbox dies with it", async (t) => {
+  const w = makeWorld("timeout");
+  t.after(w.cleanup);
+  const marker = `${(Date.now() % 10000) + 1}.${process.pid % 1000}`;
+  const r = await runPi({
+    world: w,
+    script: [[call("bash", { command: `echo started; nohup sleep ${marker} >/dev/null 2>&1 & sleep ${marker}`, timeout: 2 })]],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.results[0].text, /started/);
+  assert.match(r.results[0].text, /timed out|timeout/i);
+  const left = spawnSync("pgrep", ["-f", `sleep ${marker}`], { encoding: "utf8" });
+  assert.equal(left.stdout.trim(), "", "a sandboxed process outlived pi's timeout");
+  // The script was deleted before the sandbox started, so even a killed run leaves none.
+  assert.deepEqual(readdirSync(w.tmp).filter((f) => f.startsWith("pi-bash-") && f.endsWith(".sh")), []);
 });

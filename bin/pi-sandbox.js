@@ -81,23 +81,14 @@ function runPrepared(prepared, argv) {
   } else {
     process.stderr.write(`pi-sandbox: running unsandboxed: ${prepared.reason}\n`);
   }
-  const created = [];
   for (const p of placeholders) {
     try {
-      fs.mkdirSync(p);
-      created.push(p);
+      fs.mkdirSync(p); // kept: another sandbox may have it mounted
     } catch {
       // exists already, or cannot be made: bwrap reports the latter
     }
   }
   const r = spawnSync(program, args, { stdio: "inherit" });
-  for (const p of created) {
-    try {
-      fs.rmdirSync(p);
-    } catch {
-      // not empty: something the user's own tools put there; leave it
-    }
-  }
   if (r.error) {
     process.stderr.write(`pi-sandbox: cannot start ${program}: ${r.error.message}\n`);
     return 127;

@@ -14,7 +14,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::config::Mode;
 use crate::guard::Guard;
-use crate::platform::bwrap::{self, BwrapError};
+use crate::platform::bwrap::{self, BwrapError, SCRIPT_FD};
 use crate::platform::mounts::{self, Facts, FileKind, MountPlan};
 use crate::platform::seatbelt::{self, SeatbeltPolicy};
 
@@ -56,11 +56,17 @@ impl From<BwrapError> for LaunchError {
 pub struct Launch {
     pub program: PathBuf,
     pub args: Vec<OsString>,
-    /// The temp script holding the user's command, if any (removed after the run).
+    /// The temp script holding the user's command, if any (removed by the shell command).
     pub script: Option<PathBuf>,
+    /// The script reaches the sandbox on fd `SCRIPT_FD` (bwrap): the shell command opens it
+    /// there and deletes the file before the sandbox starts.
+    pub script_on_fd: bool,
     /// Other temp files of this run (the macOS profile), removed after it.
     pub temp_files: Vec<PathBuf>,
-    /// Empty directories created as mount points, removed after the run if still empty.
+    /// Protected directories that do not exist yet, created empty as mount points and kept:
+    /// removing one while another sandbox has it mounted would lift that sandbox's protection
+    /// (the kernel detaches mounts in other namespaces on rmdir). An empty directory is
+    /// invisible to git and builds.
     pub placeholders: Vec<PathBuf>,
 }
 
@@ -77,7 +83,7 @@ fn utf8(p: &std::ffi::OsStr) -> Result<&str, LaunchError> {
 
 impl Launch {
     /// The command pi's bash runs in place of the user's: creates the placeholders, runs the
-    /// sandbox, keeps its exit code (a signal shows as 128+N, as in bash), cleans up.
+    /// sandbox, keeps its exit code (a signal shows as 128+N, as in bash), removes temp files.
     pub fn shell_command(&self) -> Result<String, LaunchError> {
         let mut out = String::new();
         for p in &self.placeholders {
@@ -86,20 +92,25 @@ impl Launch {
                 sh_quote(utf8(p.as_os_str())?)
             ));
         }
-        out.push_str(&sh_quote(utf8(self.program.as_os_str())?));
+        let mut run = sh_quote(utf8(self.program.as_os_str())?);
         for a in &self.args {
-            out.push(' ');
-            out.push_str(&sh_quote(utf8(a)?));
+            run.push(' ');
+            run.push_str(&sh_quote(utf8(a)?));
         }
-        out.push_str("; __pi_sandbox_rc=$?; ");
-        for f in self.script.iter().chain(&self.temp_files) {
+        let mut leftovers: Vec<&PathBuf> = self.temp_files.iter().collect();
+        match (&self.script, self.script_on_fd) {
+            (Some(script), true) => {
+                let s = sh_quote(utf8(script.as_os_str())?);
+                out.push_str(&format!("{{ rm -f -- {s}; {run}; }} {SCRIPT_FD}< {s}; "));
+            }
+            (script, _) => {
+                leftovers.extend(script);
+                out.push_str(&format!("{run}; "));
+            }
+        }
+        out.push_str("__pi_sandbox_rc=$?; ");
+        for f in leftovers {
             out.push_str(&format!("rm -f -- {}; ", sh_quote(utf8(f.as_os_str())?)));
-        }
-        for p in &self.placeholders {
-            out.push_str(&format!(
-                "rmdir -- {} 2>/dev/null; ",
-                sh_quote(utf8(p.as_os_str())?)
-            ));
         }
         out.push_str("exit $__pi_sandbox_rc");
         Ok(out)
@@ -158,17 +169,21 @@ pub fn bwrap_bash(
     tmp_dir: &Path,
 ) -> Result<Launch, LaunchError> {
     let script = write_script(tmp_dir, command)?;
-    let plan = plan_for(guard, network, Some(&script));
+    // Inside, the script sits in the private /tmp whatever TMPDIR is outside: bwrap creates
+    // it there from the fd, so no mount point is needed in a host directory.
+    let inside = Path::new("/tmp").join(script.file_name().expect("a temp file has a name"));
+    let plan = plan_for(guard, network, Some(&inside));
     let argv = [
         OsString::from("bash"),
         "-l".into(),
-        script.as_os_str().into(),
+        inside.as_os_str().into(),
     ];
     match bwrap::build(&plan, &argv) {
         Ok(args) => Ok(Launch {
             program: bwrap_program.to_path_buf(),
             args,
             script: Some(script),
+            script_on_fd: true,
             temp_files: vec![],
             placeholders: plan.placeholders,
         }),
@@ -191,6 +206,7 @@ pub fn bwrap_argv(
         program: bwrap_program.to_path_buf(),
         args: bwrap::build(&plan, argv)?,
         script: None,
+        script_on_fd: false,
         temp_files: vec![],
         placeholders: plan.placeholders,
     })
@@ -268,6 +284,7 @@ pub fn seatbelt_bash(
             script.as_os_str().into(),
         ],
         script: Some(script),
+        script_on_fd: false,
         temp_files: vec![profile_file],
         placeholders: vec![],
     })
@@ -284,13 +301,14 @@ mod tests {
         let l = Launch {
             program: "/usr/bin/bwrap".into(),
             args: vec!["--bind".into(), "/w/it's here".into(), "--".into()],
-            script: Some("/tmp/pi-bash-1-2-x.sh".into()),
+            script: Some("/var/t/pi-bash-1-2-x.sh".into()),
+            script_on_fd: true,
             temp_files: vec![],
             placeholders: vec!["/w/.pi".into()],
         };
         assert_eq!(
             l.shell_command().unwrap(),
-            r"mkdir -- '/w/.pi' 2>/dev/null; '/usr/bin/bwrap' '--bind' '/w/it'\''s here' '--'; __pi_sandbox_rc=$?; rm -f -- '/tmp/pi-bash-1-2-x.sh'; rmdir -- '/w/.pi' 2>/dev/null; exit $__pi_sandbox_rc"
+            r"mkdir -- '/w/.pi' 2>/dev/null; { rm -f -- '/var/t/pi-bash-1-2-x.sh'; '/usr/bin/bwrap' '--bind' '/w/it'\''s here' '--'; } 3< '/var/t/pi-bash-1-2-x.sh'; __pi_sandbox_rc=$?; exit $__pi_sandbox_rc"
         );
     }
 

@@ -123,8 +123,8 @@ pub struct JsPrepared {
     pub args: Option<Vec<String>>,
     /// The temp script holding the command (removed by `command` when it finishes).
     pub script: Option<String>,
-    /// Empty directories to create before an argv run and remove after it if still empty
-    /// (mount points for protected paths that do not exist yet). `command` does this itself.
+    /// Empty directories to create before an argv run (mount points for protected paths that
+    /// do not exist yet; kept afterwards). `command` does this itself.
     pub placeholders: Option<Vec<String>>,
 }
 

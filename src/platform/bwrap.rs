@@ -2,15 +2,17 @@
 //! what they are; this only orders the flags.
 //!
 //! Order matters: later mounts cover earlier ones. Read-only root first, then the private
-//! /tmp, then writable binds (parents before children), then read-only re-binds of protected
-//! paths inside them, then masks over denied paths, then the script (after /tmp, so that
-//! the tmpfs does not hide it).
+//! /tmp, then the plan's mounts (each deeper path after its parents, so it wins), then the
+//! script (after /tmp, so that the tmpfs does not hide it).
 
 use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::platform::mounts::{MountKind, MountPlan};
+
+/// The fd on which the outer shell passes the command's script to bwrap.
+pub const SCRIPT_FD: u32 = 3;
 
 /// Linux's ARG_MAX is usually 2 MiB for argv + envp together; stay well under it so that
 /// the environment still fits.
@@ -110,7 +112,14 @@ pub fn build(plan: &MountPlan, command: &[OsString]) -> Result<Vec<OsString>, Bw
         }
     }
     if let Some(script) = &plan.script {
-        mount(&mut args, "--ro-bind", script, script)?;
+        // Copied from an fd the outer shell holds open, into the private /tmp: the host file
+        // is deleted before the sandbox starts, so nothing is left even if the run is killed.
+        check(script)?;
+        args.extend([
+            OsString::from("--ro-bind-data"),
+            SCRIPT_FD.to_string().into(),
+            script.into(),
+        ]);
     }
     check(&plan.cwd)?;
     args.push("--chdir".into());
@@ -164,53 +173,23 @@ mod tests {
             &["bash".into(), "-l".into(), "/tmp/pi-bash-1-2-abc.sh".into()],
         )
         .unwrap();
-        let expected = [
-            "--die-with-parent",
-            "--new-session",
-            "--unshare-pid",
-            "--unshare-ipc",
-            "--unshare-uts",
-            "--cap-drop",
-            "ALL",
-            "--unshare-net",
-            "--ro-bind",
-            "/",
-            "/",
-            "--proc",
-            "/proc",
-            "--dev",
-            "/dev",
-            "--tmpfs",
-            "/tmp",
-            "--tmpfs",
-            "/home/u/.ssh",
-            "--remount-ro",
-            "/home/u/.ssh",
-            "--bind",
-            "/w/proj",
-            "/w/proj",
-            "--ro-bind",
-            "/w/proj/.pi",
-            "/w/proj/.pi",
-            "--ro-bind",
-            "/w/proj/.git/hooks",
-            "/w/proj/.git/hooks",
-            "--ro-bind",
-            "/dev/null",
-            "/home/u/.pi/agent/auth.json",
-            "--bind",
-            "/home/u/.pi/agent/sessions",
-            "/home/u/.pi/agent/sessions",
-            "--ro-bind",
-            "/tmp/pi-bash-1-2-abc.sh",
-            "/tmp/pi-bash-1-2-abc.sh",
-            "--chdir",
-            "/w/proj/src",
-            "--",
-            "bash",
-            "-l",
-            "/tmp/pi-bash-1-2-abc.sh",
-        ];
+        // One mount or flag group per line; split on whitespace (no path here has spaces).
+        let expected: Vec<&str> = "
+            --die-with-parent --new-session --unshare-pid --unshare-ipc --unshare-uts
+            --cap-drop ALL --unshare-net
+            --ro-bind / /
+            --proc /proc --dev /dev --tmpfs /tmp
+            --tmpfs /home/u/.ssh --remount-ro /home/u/.ssh
+            --bind /w/proj /w/proj
+            --ro-bind /w/proj/.pi /w/proj/.pi
+            --ro-bind /w/proj/.git/hooks /w/proj/.git/hooks
+            --ro-bind /dev/null /home/u/.pi/agent/auth.json
+            --bind /home/u/.pi/agent/sessions /home/u/.pi/agent/sessions
+            --ro-bind-data 3 /tmp/pi-bash-1-2-abc.sh
+            --chdir /w/proj/src
+            -- bash -l /tmp/pi-bash-1-2-abc.sh"
+            .split_whitespace()
+            .collect();
         assert_eq!(strings(&args), expected);
     }
 

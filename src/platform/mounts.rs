@@ -32,11 +32,12 @@ pub struct MountPlan {
     pub cwd: PathBuf,
     /// In mount order: a deeper path comes after its parents and so wins.
     pub mounts: Vec<Mount>,
-    /// Protected directories that do not exist yet: created empty as mount points so the
-    /// command cannot create them, removed afterwards if still empty.
+    /// Protected directories that do not exist yet: created empty (and kept) as mount points
+    /// so the command cannot create them.
     pub placeholders: Vec<PathBuf>,
     pub network: bool,
-    /// The command's script, bound read-only after /tmp's tmpfs so it stays visible.
+    /// Where the command's script appears inside the sandbox (in its private /tmp, read-only,
+    /// added after the tmpfs so it stays visible).
     pub script: Option<PathBuf>,
 }
 
@@ -350,7 +351,7 @@ mod tests {
                 "MaskFile /home/u/.pi/agent/auth.json",
             ]
         );
-        // .pi did not exist: it is created as an empty mount point and removed afterwards
+        // .pi did not exist: it is created as an empty mount point
         assert_eq!(p.placeholders, vec![r("/w/proj/.pi")]);
         assert!(!p.network);
     }
