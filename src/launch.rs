@@ -97,19 +97,18 @@ impl Launch {
             run.push(' ');
             run.push_str(&sh_quote(utf8(a)?));
         }
-        let mut leftovers: Vec<&PathBuf> = self.temp_files.iter().collect();
-        match (&self.script, self.script_on_fd) {
-            (Some(script), true) => {
-                let s = sh_quote(utf8(script.as_os_str())?);
-                out.push_str(&format!("{{ rm -f -- {s}; {run}; }} {SCRIPT_FD}< {s}; "));
-            }
-            (script, _) => {
-                leftovers.extend(script);
-                out.push_str(&format!("{run}; "));
-            }
+        if let (Some(script), true) = (&self.script, self.script_on_fd) {
+            // Nothing is left to clean up afterwards: open the script on the fd, delete it,
+            // and let bwrap replace the shell, so its exit status is the command's.
+            debug_assert!(self.temp_files.is_empty());
+            let s = sh_quote(utf8(script.as_os_str())?);
+            out.push_str(&format!(
+                "exec {SCRIPT_FD}< {s} && rm -f -- {s} && exec {run}"
+            ));
+            return Ok(out);
         }
-        out.push_str("__pi_sandbox_rc=$?; ");
-        for f in leftovers {
+        out.push_str(&format!("{run}; __pi_sandbox_rc=$?; "));
+        for f in self.script.iter().chain(&self.temp_files) {
             out.push_str(&format!("rm -f -- {}; ", sh_quote(utf8(f.as_os_str())?)));
         }
         out.push_str("exit $__pi_sandbox_rc");
@@ -308,7 +307,7 @@ mod tests {
         };
         assert_eq!(
             l.shell_command().unwrap(),
-            r"mkdir -- '/w/.pi' 2>/dev/null; { rm -f -- '/var/t/pi-bash-1-2-x.sh'; '/usr/bin/bwrap' '--bind' '/w/it'\''s here' '--'; } 3< '/var/t/pi-bash-1-2-x.sh'; __pi_sandbox_rc=$?; exit $__pi_sandbox_rc"
+            r"mkdir -- '/w/.pi' 2>/dev/null; exec 3< '/var/t/pi-bash-1-2-x.sh' && rm -f -- '/var/t/pi-bash-1-2-x.sh' && exec '/usr/bin/bwrap' '--bind' '/w/it'\''s here' '--'"
         );
     }
 
