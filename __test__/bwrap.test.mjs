@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { makeWorld, repo } from "./helpers/pi-run.mjs";
@@ -233,4 +233,21 @@ test("concurrent sandboxes: one finishing does not lift another's protection of 
   const s = await slow;
   assert.match(s.out, /slow=1/, s.out);
   assert.equal(existsSync(path.join(w.project, ".pi", "extensions")), false);
+});
+
+test("a project below /tmp is still visible and writable inside the private /tmp", (t) => {
+  const dir = mkdtempSync("/tmp/pi-sandbox-test-");
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const home = path.join(dir, "home");
+  const project = path.join(dir, "project");
+  mkdirSync(path.join(home, ".ssh"), { recursive: true });
+  mkdirSync(project);
+  writeFileSync(path.join(home, ".ssh", "id_rsa"), "TMP-SECRET");
+  const s = Sandbox.load({ cwd: project, home, agentDir: path.join(home, ".pi", "agent"), approvalMode: "ask" });
+  const p = s.prepareBash(`pwd; echo ok > made.txt; cat ${home}/.ssh/id_rsa; ls /tmp | grep -c . || true`, "off");
+  const r = spawnSync("bash", ["-c", p.command], { cwd: project, encoding: "utf8" });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, new RegExp(`^${project}$`, "m"));
+  assert.equal(readFileSync(path.join(project, "made.txt"), "utf8"), "ok\n");
+  assert.doesNotMatch(r.stdout, /TMP-SECRET/);
 });

@@ -145,10 +145,11 @@ fn write_temp(dir: &Path, prefix: &str, suffix: &str, text: &str) -> Result<Path
 
 /// The mount plan for `guard` as the disk is now.
 pub fn plan_for(guard: &Guard, network: bool, script: Option<&Path>) -> MountPlan {
-    // Host /tmp is replaced by a private tmpfs: nothing there needs protecting.
+    // Host /tmp as a whole is replaced by a private tmpfs: nothing there needs protecting
+    // (what lies below it and is bound in is scanned like any other root).
     let writable: Vec<PathBuf> = guard
         .allow_write_paths()
-        .filter(|p| !p.starts_with("/tmp"))
+        .filter(|p| *p != Path::new("/tmp"))
         .map(Path::to_path_buf)
         .collect();
     let facts = Facts {

@@ -57,8 +57,8 @@ pub struct Facts<'a> {
     pub git_dirs: Vec<PathBuf>,
 }
 
-/// /tmp is a private tmpfs inside the sandbox: host paths below it are neither visible nor
-/// writable there, so they need no mount.
+/// /tmp is a private tmpfs inside the sandbox: a host path below it is visible there only
+/// if a mount brings it in.
 fn under_tmp(p: &Path) -> bool {
     p.starts_with("/tmp")
 }
@@ -74,7 +74,8 @@ pub fn plan(guard: &Guard, facts: &Facts, network: bool, script: Option<&Path>) 
         writable.extend(facts.git_dirs.iter().cloned());
     }
     writable.extend(guard.session_dir_paths().map(Path::to_path_buf));
-    writable.retain(|p| !under_tmp(p) && exists(p));
+    // `/tmp` itself is the private tmpfs, writable already; paths below it are bound in.
+    writable.retain(|p| p.as_path() != Path::new("/tmp") && exists(p));
     let inside_writable = |p: &Path| writable.iter().any(|w| p.starts_with(w));
 
     let mut mounts: Vec<Mount> = writable
@@ -107,7 +108,7 @@ pub fn plan(guard: &Guard, facts: &Facts, network: bool, script: Option<&Path>) 
     read_only.extend(facts.protected.iter().cloned());
     let mut pinned: Vec<PathBuf> = Vec::new();
     for p in read_only {
-        if !(exists(&p) || placeholders.contains(&p)) || under_tmp(&p) {
+        if !(exists(&p) || placeholders.contains(&p)) {
             continue;
         }
         let Some(root) = writable
@@ -139,11 +140,21 @@ pub fn plan(guard: &Guard, facts: &Facts, network: bool, script: Option<&Path>) 
         kind: MountKind::Writable,
     }));
 
+    // A session directory below /tmp must still exist inside, read-only if not writable.
+    if under_tmp(&env.cwd) && !inside_writable(&env.cwd) && exists(&env.cwd) {
+        mounts.push(Mount {
+            path: env.cwd.clone(),
+            kind: MountKind::ReadOnly,
+        });
+    }
+
     // Masks last among equals: deny wins. Nothing is mounted below a mask (its tmpfs is
     // read-only, so bwrap could not create the mount point, and denyRead wins anyway).
     let mut masks = Vec::new();
+    // What the mounts bring into the private /tmp; a mask below /tmp matters only there.
+    let mounted: Vec<PathBuf> = mounts.iter().map(|m| m.path.clone()).collect();
     for p in guard.deny_read_paths() {
-        if under_tmp(p) {
+        if under_tmp(p) && !mounted.iter().any(|m| p.starts_with(m)) {
             continue;
         }
         match kind(p) {
@@ -379,7 +390,7 @@ mod tests {
     }
 
     #[test]
-    fn nothing_is_mounted_below_a_mask_and_tmp_needs_no_mounts() {
+    fn nothing_is_mounted_below_a_mask_and_tmp_is_private_but_for_what_is_bound() {
         let env = env();
         let g = guard(
             r#"{"filesystem":{"allowWrite":[".","~/.ssh/tmp","/tmp/x"],"denyRead":["~/.ssh","/tmp/secret"]}}"#,
@@ -402,14 +413,33 @@ mod tests {
             git_dirs: vec![],
         };
         let p = plan(&g, &facts, false, Some(Path::new("/tmp/s.sh")));
+        // /tmp/x is bound in; /tmp/secret stays invisible behind the private tmpfs, unmasked
         assert_eq!(
             show(&p),
             [
+                "Writable /tmp/x",
                 "Writable /w/proj",
                 "ReadOnly /w/proj/.pi",
                 "MaskDir /home/u/.ssh"
             ]
         );
+    }
+
+    #[test]
+    fn a_session_below_tmp_is_visible_even_when_read_only() {
+        let mut env = env();
+        env.cwd = "/tmp/pi-test-below-tmp-proj".into();
+        let g = guard(r#"{"mode":"read-only"}"#, &env);
+        let disk: HashMap<PathBuf, FileKind> =
+            [(env.cwd.clone(), FileKind::Dir)].into_iter().collect();
+        let kind = facts_with(&disk);
+        let facts = Facts {
+            kind_of: &kind,
+            protected: vec![],
+            git_dirs: vec![],
+        };
+        let p = plan(&g, &facts, false, None);
+        assert_eq!(show(&p), ["ReadOnly /tmp/pi-test-below-tmp-proj"]);
     }
 
     #[test]
