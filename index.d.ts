@@ -51,6 +51,15 @@ export declare class Sandbox {
 /** The tools the path guard covers. */
 export declare function guardedTools(): Array<string>
 
+export interface JsCapability {
+  /** "bwrap" | "sandbox-exec" | "none" */
+  kind: string
+  /** The program found, when there is one. */
+  program?: string
+  /** Why there is no sandbox and how to fix it, when there is none. */
+  reason?: string
+}
+
 export interface JsDecision {
   /** "allow" | "prompt" | "deny" */
   verdict: string
@@ -129,3 +138,6 @@ export interface LoadOptions {
 
 /** Normalises a mode name or alias ("ro", "readwrite", ...) to its canonical name. */
 export declare function parseMode(mode: string): string
+
+/** The OS sandbox bash runs in here (probed once per process). */
+export declare function sandboxCapability(): JsCapability

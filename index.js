@@ -838,3 +838,4 @@ module.exports = nativeBinding
 module.exports.Sandbox = nativeBinding.Sandbox
 module.exports.guardedTools = nativeBinding.guardedTools
 module.exports.parseMode = nativeBinding.parseMode
+module.exports.sandboxCapability = nativeBinding.sandboxCapability

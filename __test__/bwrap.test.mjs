@@ -91,11 +91,14 @@ test("exit codes and signals are preserved; the temp script is gone afterwards",
   }
 });
 
-test("host processes are invisible and nothing started inside outlives the command", (t) => {
+test("host processes are invisible, no privileges, and nothing started inside outlives the command", (t) => {
   const { run } = setup(t);
   const marker = `${Date.now() % 100000}.${process.pid}`;
-  const r = run(`kill -0 ${process.pid} 2>/dev/null && echo host-visible; ls /proc | grep -c '^[0-9]'; setsid sleep ${marker} & nohup sleep ${marker} >/dev/null 2>&1 & disown; echo started`);
+  const r = run(`kill -0 ${process.pid} 2>/dev/null && echo host-visible; ls /proc | grep -c '^[0-9]'; setsid sleep ${marker} & nohup sleep ${marker} >/dev/null 2>&1 & disown; echo started; grep -E '^(NoNewPrivs|CapEff|CapPrm)' /proc/self/status`);
   assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /^NoNewPrivs:\s+1$/m);
+  assert.match(r.stdout, /^CapEff:\s+0+$/m);
+  assert.match(r.stdout, /^CapPrm:\s+0+$/m);
   assert.doesNotMatch(r.stdout, /host-visible/);
   const pids = Number(r.stdout.split("\n")[0]);
   assert.ok(pids < 10, `saw ${pids} processes`);

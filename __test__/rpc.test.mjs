@@ -27,3 +27,20 @@ for (const confirmed of [true, false]) {
     }
   });
 }
+
+test("the footer shows the mode and how bash runs; /sandbox shows each rule's source", async (t) => {
+  const w = makeWorld("rpcstatus");
+  t.after(w.cleanup);
+  const r = await runPiRpc({
+    world: w,
+    script: [],
+    message: "/sandbox",
+    until: (msg) => msg.type === "extension_ui_request" && msg.method === "notify" && /effective configuration/.test(msg.message),
+  });
+  const statuses = r.uiEvents.filter((e) => e.method === "setStatus").map((e) => e.statusText);
+  assert.ok(statuses.includes("sandbox: read-write · bash in bwrap, net off"), JSON.stringify(r.uiEvents));
+  const report = r.uiEvents.find((e) => e.method === "notify" && /effective configuration/.test(e.message));
+  assert.ok(report, JSON.stringify(r.uiEvents));
+  assert.match(report.message, /filesystem\.denyRead\s+~\/\.ssh, ~\/\.aws, ~\/\.gnupg/);
+  assert.match(report.message, /↳ from built-in defaults/);
+});

@@ -157,6 +157,10 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		};
 	});
 
+	const status = (ctx: ExtensionContext, s: SandboxHandle | undefined) => {
+		if (addon) showStatus(ctx, s, addon.sandboxCapability(), network());
+	};
+
 	pi.on("session_start", async (_event, ctx) => {
 		if (disabledByFlag()) {
 			ctx.ui.notify("pi-sandbox-rs: disabled by --no-sandbox", "warning");
@@ -170,7 +174,9 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		}
 		const s = session(ctx);
 		if (s?.error) ctx.ui.notify(`pi-sandbox-rs: ${s.error.message}`, "error");
-		showStatus(ctx, s);
+		const bash = addon.sandboxCapability();
+		if (bash.kind === "none") ctx.ui.notify(`pi-sandbox-rs: bash is blocked. ${bash.reason}`, "warning");
+		status(ctx, s);
 	});
 
 	pi.on("tool_call", async (event, ctx) => {
@@ -219,7 +225,7 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 				}
 			}
 			ctx.ui.notify(`Sandbox mode: ${s.mode}`, "info");
-			showStatus(ctx, s);
+			status(ctx, s);
 		},
 	});
 
@@ -230,7 +236,7 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 			if (!s) return;
 			const mode = s.cycleMode("Ctrl+X");
 			ctx.ui.notify(`Sandbox mode: ${mode}`, mode === "yolo" ? "warning" : "info");
-			showStatus(ctx, s);
+			status(ctx, s);
 		},
 	});
 }

@@ -1,6 +1,6 @@
 /** Prompts, status line and /sandbox output. Formatting only: decisions come from Rust. */
 import type { ExtensionContext } from "@mariozechner/pi-coding-agent";
-import type { JsDecision, Sandbox } from "../index.js";
+import type { JsCapability, JsDecision, Sandbox } from "../index.js";
 
 export type SandboxHandle = Sandbox;
 export type SandboxAddon = typeof import("../index.js");
@@ -18,12 +18,16 @@ export async function askApproval(ctx: ExtensionContext, tool: string, decision:
 	return ctx.ui.confirm(`Sandbox: allow ${tool} of ${decision.path}?`, `${decision.reason}\n\nRule: ${decision.rule}`);
 }
 
-export function showStatus(ctx: ExtensionContext, s: Sandbox | undefined): void {
+export function showStatus(ctx: ExtensionContext, s: Sandbox | undefined, bash: JsCapability, network: string): void {
 	if (!s) return;
 	let text: string;
-	if (s.error) text = "sandbox: BROKEN config (all file tools blocked)";
+	if (s.error) text = "sandbox: BROKEN config (file tools and bash blocked)";
 	else if (!s.enabled) text = "sandbox: off (enabled: false)";
-	else text = `sandbox: ${s.mode}`;
+	else if (s.mode === "yolo") text = "sandbox: yolo (off)";
+	else {
+		const shell = bash.kind === "none" ? "bash blocked (no OS sandbox)" : `bash in ${bash.kind}, net ${network}`;
+		text = `sandbox: ${s.mode} · ${shell}`;
+	}
 	ctx.ui.setStatus("sandbox", text);
 }
 

@@ -367,6 +367,39 @@ pub fn parse_mode(mode: String) -> napi::Result<String, String> {
         })
 }
 
+#[napi(object)]
+pub struct JsCapability {
+    /// "bwrap" | "sandbox-exec" | "none"
+    pub kind: String,
+    /// The program found, when there is one.
+    pub program: Option<String>,
+    /// Why there is no sandbox and how to fix it, when there is none.
+    pub reason: Option<String>,
+}
+
+/// The OS sandbox bash runs in here (probed once per process).
+#[napi]
+pub fn sandbox_capability() -> JsCapability {
+    use crate::platform::detect::{detect, Capability};
+    match detect() {
+        Capability::Bwrap { program } => JsCapability {
+            kind: "bwrap".into(),
+            program: Some(program.display().to_string()),
+            reason: None,
+        },
+        Capability::SandboxExec { program } => JsCapability {
+            kind: "sandbox-exec".into(),
+            program: Some(program.display().to_string()),
+            reason: None,
+        },
+        Capability::Unavailable { reason } => JsCapability {
+            kind: "none".into(),
+            program: None,
+            reason: Some(reason),
+        },
+    }
+}
+
 /// The tools the path guard covers.
 #[napi]
 pub fn guarded_tools() -> Vec<String> {

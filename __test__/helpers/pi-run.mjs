@@ -83,10 +83,19 @@ function exitOf(child) {
  * pi in RPC mode (ctx.hasUI is true): sends the prompt, answers each dialog with
  * `answer(request)` (an extension_ui_response body without type/id), waits for agent_end.
  */
-export async function runPiRpc({ script, world, answer, env = {}, cwd = world.project }) {
+export async function runPiRpc({
+  script,
+  world,
+  answer = () => ({ cancelled: true }),
+  env = {},
+  cwd = world.project,
+  message = "go",
+  until = (msg) => msg.type === "agent_end",
+}) {
   const { model, childEnv } = await prepare(world, script, env);
   const child = spawn(piBin, ["--mode", "rpc", ...commonArgs()], { cwd, env: childEnv, stdio: ["pipe", "pipe", "pipe"] });
   const dialogs = [];
+  const uiEvents = [];
   let stderr = "";
   child.stderr.on("data", (d) => (stderr += d));
   let buffer = "";
@@ -102,17 +111,18 @@ export async function runPiRpc({ script, world, answer, env = {}, cwd = world.pr
       } catch {
         continue;
       }
+      if (msg.type === "extension_ui_request") uiEvents.push(msg);
       if (msg.type === "extension_ui_request" && ["confirm", "select", "input", "editor"].includes(msg.method)) {
         dialogs.push(msg);
         child.stdin.write(`${JSON.stringify({ type: "extension_ui_response", id: msg.id, ...answer(msg) })}\n`);
       }
-      if (msg.type === "agent_end") child.stdin.end();
+      if (until(msg)) child.stdin.end();
     }
   });
-  child.stdin.write(`${JSON.stringify({ id: "p1", type: "prompt", message: "go" })}\n`);
+  child.stdin.write(`${JSON.stringify({ id: "p1", type: "prompt", message })}\n`);
   const code = await exitOf(child);
   await model.close();
-  return { code, stderr, dialogs, results: model.results() };
+  return { code, stderr, dialogs, uiEvents, results: model.results() };
 }
 
 async function prepare(world, script, env) {
