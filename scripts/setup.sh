@@ -10,6 +10,7 @@ need_pkgs=()
 command -v bwrap >/dev/null 2>&1 || need_pkgs+=(bubblewrap)
 command -v socat >/dev/null 2>&1 || need_pkgs+=(socat)
 command -v rg >/dev/null 2>&1 || need_pkgs+=(ripgrep)
+command -v tmux >/dev/null 2>&1 || need_pkgs+=(tmux) # drives pi's TUI in the tests
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1; then
     sudo=""

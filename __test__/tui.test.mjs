@@ -1,0 +1,63 @@
+// pi's interactive TUI in tmux: the user's own `!cmd` runs in the sandbox, the footer shows the
+// mode, and Ctrl+X cycles it (yolo really turns the sandbox off).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { existsSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { makeWorld, repo } from "./helpers/pi-run.mjs";
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const tmux = (...args) => spawnSync("tmux", args, { encoding: "utf8" });
+
+async function waitFor(session, pattern, what) {
+  let screen = "";
+  for (let i = 0; i < 100; i++) {
+    screen = tmux("capture-pane", "-p", "-t", session).stdout;
+    if (pattern.test(screen)) return screen;
+    await sleep(150);
+  }
+  assert.fail(`timed out waiting for ${what}; screen:\n${screen}`);
+}
+
+test("TUI: !cmd is sandboxed, the footer shows the mode, Ctrl+X cycles to yolo", async (t) => {
+  const w = makeWorld("tui");
+  const session = `pi-sandbox-tui-${process.pid}`;
+  t.after(() => {
+    tmux("kill-session", "-t", session);
+    w.cleanup();
+  });
+  // A model is configured but never called: `!cmd` does not reach it.
+  writeFileSync(path.join(w.agentDir, "settings.json"), JSON.stringify({ defaultProvider: "mock", defaultModel: "mock-1" }));
+  writeFileSync(
+    path.join(w.agentDir, "models.json"),
+    JSON.stringify({
+      providers: {
+        mock: {
+          baseUrl: "http://127.0.0.1:9/v1",
+          api: "openai-completions",
+          apiKey: "x",
+          models: [{ id: "mock-1", name: "m", reasoning: false, input: ["text"], contextWindow: 1000, maxTokens: 100, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 } }],
+        },
+      },
+    }),
+  );
+  const env = `HOME=${w.home} PI_CODING_AGENT_DIR=${w.agentDir} TMPDIR=${w.tmp} PI_OFFLINE=1 PI_TELEMETRY=0`;
+  const pi = path.join(repo, "node_modules", ".bin", "pi");
+  const started = tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "50", `cd ${w.project} && env ${env} ${pi} -e ${path.join(repo, "extension", "index.ts")}`);
+  assert.equal(started.status, 0, started.stderr);
+  await waitFor(session, /sandbox: read-write · bash in bwrap, net off/, "the footer status");
+
+  const outside = path.join(w.root, "outside", "o.txt");
+  tmux("send-keys", "-t", session, `!echo x > ${outside}; echo rc=$?`, "Enter");
+  const screen = await waitFor(session, /rc=\d/, "the command's output");
+  assert.match(screen, /o\.txt: Read-only file system/);
+  assert.match(screen, /rc=1/);
+  assert.equal(existsSync(outside), false);
+
+  tmux("send-keys", "-t", session, "C-x");
+  await waitFor(session, /sandbox: yolo \(off\)/, "yolo in the footer");
+  tmux("send-keys", "-t", session, `!echo x > ${outside}; echo yolo-rc=$?`, "Enter");
+  await waitFor(session, /yolo-rc=0/, "the unsandboxed command");
+  assert.equal(existsSync(outside), true, "yolo is an explicit choice to run unprotected");
+});
