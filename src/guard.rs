@@ -578,13 +578,7 @@ impl Guard {
     ) -> Decision {
         let shown = path.display();
         let hit = self.deny_read.first_match(path);
-        steps.push(|| Step {
-            rule: "denyRead".into(),
-            source: hit
-                .map(|r| r.source.clone())
-                .unwrap_or_else(|| "all layers".into()),
-            matched: hit.is_some(),
-        });
+        steps.push(|| rule_step("denyRead", hit));
         if let Some(rule) = hit {
             return make(
                 Verdict::Deny,
@@ -673,13 +667,7 @@ impl Guard {
             );
         }
         let deny = self.deny_write.first_match(path);
-        steps.push(|| Step {
-            rule: "denyWrite".into(),
-            source: deny
-                .map(|r| r.source.clone())
-                .unwrap_or_else(|| "all layers".into()),
-            matched: deny.is_some(),
-        });
+        steps.push(|| rule_step("denyWrite", deny));
         if let Some(rule) = deny {
             return make(
                 Verdict::Deny,
@@ -837,6 +825,15 @@ impl Guard {
 
     pub fn has_rules(&self) -> bool {
         !self.deny_read.is_empty() || !self.deny_write.is_empty()
+    }
+}
+
+/// The explain step for a rule list: which rule matched, or that none did.
+fn rule_step(list: &str, hit: Option<&Rule>) -> Step {
+    Step {
+        rule: list.to_string(),
+        source: hit.map_or_else(|| "all layers".into(), |r| r.source.clone()),
+        matched: hit.is_some(),
     }
 }
 

@@ -297,8 +297,16 @@ mod tests {
         }
     }
 
-    fn facts_with<'a>(disk: &'a HashMap<PathBuf, FileKind>) -> impl Fn(&Path) -> FileKind + 'a {
-        move |p: &Path| disk.get(p).copied().unwrap_or(FileKind::Missing)
+    /// The plan for `g` on a fake disk holding `disk`, with `protected` found by the scan.
+    fn plan_on(g: &Guard, disk: &[(PathBuf, FileKind)], protected: Vec<PathBuf>) -> MountPlan {
+        let disk: HashMap<PathBuf, FileKind> = disk.iter().cloned().collect();
+        let kind = |p: &Path| disk.get(p).copied().unwrap_or(FileKind::Missing);
+        let facts = Facts {
+            kind_of: &kind,
+            protected,
+            git_dirs: vec![],
+        };
+        plan(g, &facts, false, Some(Path::new("/tmp/s.sh")))
     }
 
     fn show(plan: &MountPlan) -> Vec<String> {
@@ -322,27 +330,22 @@ mod tests {
         let env = env();
         let g = guard(r#"{"filesystem":{"allowWrite":[".","~"]}}"#, &env);
         let r = |s: &str| PathBuf::from(format!("/nonexistent-pi-test{s}"));
-        let disk: HashMap<PathBuf, FileKind> = [
-            (r("/w/proj"), FileKind::Dir),
-            (r("/w/proj/.git"), FileKind::Dir),
-            (r("/w/proj/.git/hooks"), FileKind::Dir),
-            (r("/w/proj/.git/config"), FileKind::File),
-            (r("/home/u"), FileKind::Dir),
-            (r("/home/u/.ssh"), FileKind::Dir),
-            (r("/home/u/.pi/agent"), FileKind::Dir),
-            (r("/home/u/.pi/agent/auth.json"), FileKind::File),
-            (r("/home/u/.pi/agent/sessions"), FileKind::Dir),
-            (r("/w/proj/certs/a.pem"), FileKind::File),
-        ]
-        .into_iter()
-        .collect();
-        let kind = facts_with(&disk);
-        let facts = Facts {
-            kind_of: &kind,
-            protected: vec![r("/w/proj/certs/a.pem")],
-            git_dirs: vec![],
-        };
-        let p = plan(&g, &facts, false, Some(Path::new("/tmp/s.sh")));
+        let p = plan_on(
+            &g,
+            &[
+                (r("/w/proj"), FileKind::Dir),
+                (r("/w/proj/.git"), FileKind::Dir),
+                (r("/w/proj/.git/hooks"), FileKind::Dir),
+                (r("/w/proj/.git/config"), FileKind::File),
+                (r("/home/u"), FileKind::Dir),
+                (r("/home/u/.ssh"), FileKind::Dir),
+                (r("/home/u/.pi/agent"), FileKind::Dir),
+                (r("/home/u/.pi/agent/auth.json"), FileKind::File),
+                (r("/home/u/.pi/agent/sessions"), FileKind::Dir),
+                (r("/w/proj/certs/a.pem"), FileKind::File),
+            ],
+            vec![r("/w/proj/certs/a.pem")],
+        );
         assert_eq!(
             show(&p),
             [
@@ -372,19 +375,14 @@ mod tests {
         let env = env();
         let g = guard(r#"{"mode":"read-only"}"#, &env);
         let r = |s: &str| PathBuf::from(format!("/nonexistent-pi-test{s}"));
-        let disk: HashMap<PathBuf, FileKind> = [
-            (r("/w/proj"), FileKind::Dir),
-            (r("/home/u/.pi/agent/sessions"), FileKind::Dir),
-        ]
-        .into_iter()
-        .collect();
-        let kind = facts_with(&disk);
-        let facts = Facts {
-            kind_of: &kind,
-            protected: vec![],
-            git_dirs: vec![],
-        };
-        let p = plan(&g, &facts, true, Some(Path::new("/tmp/s.sh")));
+        let p = plan_on(
+            &g,
+            &[
+                (r("/w/proj"), FileKind::Dir),
+                (r("/home/u/.pi/agent/sessions"), FileKind::Dir),
+            ],
+            vec![],
+        );
         assert_eq!(show(&p), ["Writable /home/u/.pi/agent/sessions"]);
         assert!(p.placeholders.is_empty());
     }
@@ -397,22 +395,17 @@ mod tests {
             &env,
         );
         let r = |s: &str| PathBuf::from(format!("/nonexistent-pi-test{s}"));
-        let disk: HashMap<PathBuf, FileKind> = [
-            (r("/w/proj"), FileKind::Dir),
-            (r("/home/u/.ssh"), FileKind::Dir),
-            (r("/home/u/.ssh/tmp"), FileKind::Dir),
-            (PathBuf::from("/tmp/x"), FileKind::Dir),
-            (PathBuf::from("/tmp/secret"), FileKind::Dir),
-        ]
-        .into_iter()
-        .collect();
-        let kind = facts_with(&disk);
-        let facts = Facts {
-            kind_of: &kind,
-            protected: vec![],
-            git_dirs: vec![],
-        };
-        let p = plan(&g, &facts, false, Some(Path::new("/tmp/s.sh")));
+        let p = plan_on(
+            &g,
+            &[
+                (r("/w/proj"), FileKind::Dir),
+                (r("/home/u/.ssh"), FileKind::Dir),
+                (r("/home/u/.ssh/tmp"), FileKind::Dir),
+                (PathBuf::from("/tmp/x"), FileKind::Dir),
+                (PathBuf::from("/tmp/secret"), FileKind::Dir),
+            ],
+            vec![],
+        );
         // /tmp/x is bound in; /tmp/secret stays invisible behind the private tmpfs, unmasked
         assert_eq!(
             show(&p),
@@ -430,15 +423,7 @@ mod tests {
         let mut env = env();
         env.cwd = "/tmp/pi-test-below-tmp-proj".into();
         let g = guard(r#"{"mode":"read-only"}"#, &env);
-        let disk: HashMap<PathBuf, FileKind> =
-            [(env.cwd.clone(), FileKind::Dir)].into_iter().collect();
-        let kind = facts_with(&disk);
-        let facts = Facts {
-            kind_of: &kind,
-            protected: vec![],
-            git_dirs: vec![],
-        };
-        let p = plan(&g, &facts, false, None);
+        let p = plan_on(&g, &[(env.cwd.clone(), FileKind::Dir)], vec![]);
         assert_eq!(show(&p), ["ReadOnly /tmp/pi-test-below-tmp-proj"]);
     }
 
