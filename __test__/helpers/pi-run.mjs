@@ -7,7 +7,8 @@ import { fileURLToPath } from "node:url";
 import { startMockModel } from "./mock-model.mjs";
 
 export const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
-const piBin = path.join(repo, "node_modules", ".bin", "pi");
+// PI_SANDBOX_TEST_PI runs the same tests against another pi (e.g. a newer one on node 22).
+const piBin = process.env.PI_SANDBOX_TEST_PI || path.join(repo, "node_modules", ".bin", "pi");
 
 /** Directory holding an fd new enough for pi's find tool, or null. */
 function fdDir() {
