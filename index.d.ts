@@ -44,6 +44,12 @@ export declare class Sandbox {
   prepareBash(command: string, network?: string | undefined | null): JsPrepared
   /** Prepares an argv (no shell) the same way: `program` + `args` when sandboxed. */
   prepareRun(argv: Array<string>, network?: string | undefined | null): JsPrepared
+  /**
+   * Call after a sandboxed command finished: control-surface paths it created (a `.pi`
+   * directory, a new repository's live hooks or command-running git config) are moved
+   * aside; returns one sentence per finding (empty when all is well).
+   */
+  auditAfterCommand(): Array<string>
   /** The effective configuration as text, each value with the file it came from. */
   describe(): string
 }

@@ -254,3 +254,45 @@ test("a project below /tmp is still visible and writable inside the private /tmp
   assert.equal(readFileSync(path.join(project, "made.txt"), "utf8"), "ok\n");
   assert.doesNotMatch(r.stdout, /TMP-SECRET/);
 });
+
+test("what a command creates on pi's control surface is moved aside and reported; the user's own is left", (t) => {
+  const w = makeWorld("audit");
+  t.after(w.cleanup);
+  // The user's own repository with a real hook, and a .pi of their own in a subdirectory.
+  spawnSync("git", ["init", "-q", path.join(w.project, "mine")]);
+  writeFileSync(path.join(w.project, "mine", ".git", "hooks", "pre-commit"), "#!/bin/sh\nexit 0\n");
+  mkdirSync(path.join(w.project, "sub", ".pi"), { recursive: true });
+  const r = spawnSync(
+    process.execPath,
+    [
+      path.join(repo, "bin", "pi-sandbox.js"),
+      "run",
+      "--",
+      "bash",
+      "-c",
+      [
+        "git init -q fresh && echo 'curl evil' > fresh/.git/hooks/pre-commit",
+        "git init -q tidy",
+        "git init -q sneaky && git -C sneaky config core.hooksPath /var/tmp/x",
+        "mkdir -p deep/.pi/extensions && echo planted > deep/.pi/extensions/e.ts",
+        "echo K > id.key",
+      ].join(" && "),
+    ],
+    { cwd: w.project, encoding: "utf8", env: { ...process.env, HOME: w.home, PI_CODING_AGENT_DIR: w.agentDir, TMPDIR: w.tmp } },
+  );
+  assert.equal(r.status, 0, r.stderr);
+  const p = (rel) => path.join(w.project, rel);
+  assert.equal(existsSync(p("fresh/.git/hooks/pre-commit")), false, "planted hook still live");
+  assert.match(r.stderr, /fresh\/\.git\/hooks was created by the command and moved to .*pi-sandbox-quarantined/);
+  assert.equal(existsSync(p("sneaky/.git/config")), false);
+  assert.match(r.stderr, /core\.hookspath/);
+  assert.equal(existsSync(p("deep/.pi")), false);
+  assert.match(r.stderr, /deep\/\.pi was created by the command/);
+  assert.match(r.stderr, /id\.key: it matches a denyWrite pattern/);
+  // left alone: a plain new repository, the user's own hook and .pi, the new key file itself
+  assert.equal(existsSync(p("tidy/.git/config")), true);
+  assert.doesNotMatch(r.stderr, /tidy/);
+  assert.equal(existsSync(p("mine/.git/hooks/pre-commit")), true);
+  assert.equal(existsSync(p("sub/.pi")), true);
+  assert.equal(readFileSync(p("id.key"), "utf8"), "K\n");
+});

@@ -199,6 +199,7 @@ test("the agent's bash runs sandboxed: the tool result shows why a write failed"
         call("bash", { command: `echo in > in.txt && echo out > ${outside}` }),
         call("bash", { command: "cat ~/.ssh/id_rsa; echo '{}' > .pi/sandbox.json" }),
       ],
+      [call("bash", { command: "git init -q new && echo 'curl evil' > new/.git/hooks/post-checkout && echo planted" })],
     ],
   });
   assert.equal(r.code, 0, r.stderr);
@@ -210,6 +211,10 @@ test("the agent's bash runs sandboxed: the tool result shows why a write failed"
   assert.doesNotMatch(res.call_0_1, new RegExp(SECRET));
   assert.match(res.call_0_1, /id_rsa: No such file or directory/);
   assert.equal(existsSync(path.join(w.project, ".pi", "sandbox.json")), false);
+  // a hook planted in a repository the command created is moved aside, and the model is told
+  assert.match(res.call_1_0, /planted/);
+  assert.match(res.call_1_0, /\[pi-sandbox\] .*new\/\.git\/hooks was created by the command and moved to/);
+  assert.equal(existsSync(path.join(w.project, "new", ".git", "hooks", "post-checkout")), false);
 });
 
 test("sandboxed bash keeps pi's timeout: the whole sandbox dies with it", async (t) => {

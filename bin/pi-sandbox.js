@@ -136,7 +136,11 @@ function main() {
       } catch (e) {
         fail(e.message);
       }
-      process.exit(runPrepared(prepared, args));
+      const code = runPrepared(prepared, args);
+      if (prepared.verdict === "sandboxed") {
+        for (const finding of sandbox.auditAfterCommand()) process.stderr.write(`pi-sandbox: ${finding}\n`);
+      }
+      process.exit(code);
     }
     case "config": {
       if (args.length) fail("usage: pi-sandbox config");

@@ -140,6 +140,20 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 	});
 	pi.registerTool({ ...bash, label: "bash (sandboxed)" });
 
+	/** Control-surface paths the last sandboxed command created, moved aside; "" if none. */
+	function auditNote(): string {
+		if (disabledByFlag() || !sandbox) return "";
+		const findings = sandbox.auditAfterCommand();
+		return findings.map((f) => `\n[pi-sandbox] ${f}`).join("");
+	}
+
+	pi.on("tool_result", (event) => {
+		if (event.toolName !== "bash") return undefined;
+		const note = auditNote();
+		if (!note) return undefined;
+		return { content: [...event.content, { type: "text" as const, text: note }] };
+	});
+
 	// The user's own `!cmd` / `!!cmd` goes through the same pipeline.
 	pi.on("user_bash", () => {
 		const local = createLocalBashOperations();
@@ -151,7 +165,11 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 						options.onData(Buffer.from(`${wrapped.message}\n`));
 						return Promise.resolve({ exitCode: 126 });
 					}
-					return local.exec(wrapped, cwd, options);
+					return local.exec(wrapped, cwd, options).then((result) => {
+						const note = auditNote();
+						if (note) options.onData(Buffer.from(`${note}\n`));
+						return result;
+					});
 				},
 			},
 		};

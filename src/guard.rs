@@ -818,6 +818,15 @@ impl Guard {
         &self.deny_write_globs
     }
 
+    /// Whether `canonical` is part of pi's control surface (not merely a denyWrite match).
+    pub fn is_control_surface(&self, canonical: &Path) -> bool {
+        !self
+            .session_dirs
+            .iter()
+            .any(|d| canonical.starts_with(&d.path))
+            && self.mandatory_write.first_match(canonical).is_some()
+    }
+
     /// pi's session folders: writable whatever allowWrite says.
     pub fn session_dir_paths(&self) -> impl Iterator<Item = &Path> {
         self.session_dirs.iter().map(|r| r.path.as_path())

@@ -143,8 +143,9 @@ fn write_temp(dir: &Path, prefix: &str, suffix: &str, text: &str) -> Result<Path
     Ok(path)
 }
 
-/// The mount plan for `guard` as the disk is now.
-pub fn plan_for(guard: &Guard, network: bool, script: Option<&Path>) -> MountPlan {
+/// Existing paths in the writable trees that the guard keeps read-only (the mount plan binds
+/// them read-only; the audit after a command compares against them).
+pub fn scan(guard: &Guard) -> Vec<PathBuf> {
     // Host /tmp as a whole is replaced by a private tmpfs: nothing there needs protecting
     // (what lies below it and is bound in is scanned like any other root).
     let writable: Vec<PathBuf> = guard
@@ -152,9 +153,19 @@ pub fn plan_for(guard: &Guard, network: bool, script: Option<&Path>) -> MountPla
         .filter(|p| *p != Path::new("/tmp"))
         .map(Path::to_path_buf)
         .collect();
+    mounts::scan_protected(guard, &writable)
+}
+
+/// The mount plan for `guard` as the disk is now; `protected` comes from `scan`.
+pub fn plan_for(
+    guard: &Guard,
+    network: bool,
+    script: Option<&Path>,
+    protected: Vec<PathBuf>,
+) -> MountPlan {
     let facts = Facts {
         kind_of: &mounts::kind_on_disk,
-        protected: mounts::scan_protected(guard, &writable),
+        protected,
         git_dirs: mounts::worktree_git_dirs(&guard.env().cwd),
     };
     mounts::plan(guard, &facts, network, script)
@@ -167,12 +178,13 @@ pub fn bwrap_bash(
     network: bool,
     command: &str,
     tmp_dir: &Path,
+    protected: Vec<PathBuf>,
 ) -> Result<Launch, LaunchError> {
     let script = write_script(tmp_dir, command)?;
     // Inside, the script sits in the private /tmp whatever TMPDIR is outside: bwrap creates
     // it there from the fd, so no mount point is needed in a host directory.
     let inside = Path::new("/tmp").join(script.file_name().expect("a temp file has a name"));
-    let plan = plan_for(guard, network, Some(&inside));
+    let plan = plan_for(guard, network, Some(&inside), protected);
     let argv = [
         OsString::from("bash"),
         "-l".into(),
@@ -200,8 +212,9 @@ pub fn bwrap_argv(
     bwrap_program: &Path,
     network: bool,
     argv: &[OsString],
+    protected: Vec<PathBuf>,
 ) -> Result<Launch, LaunchError> {
-    let plan = plan_for(guard, network, None);
+    let plan = plan_for(guard, network, None, protected);
     Ok(Launch {
         program: bwrap_program.to_path_buf(),
         args: bwrap::build(&plan, argv)?,

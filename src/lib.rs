@@ -1,6 +1,7 @@
 //! N-API exports only: convert JS values, call the modules, map errors to JS errors with a
 //! stable `code`.
 
+pub mod audit;
 pub mod config;
 pub mod guard;
 pub mod launch;
@@ -345,6 +346,18 @@ impl Sandbox {
         self.session.refresh();
         let argv: Vec<std::ffi::OsString> = argv.into_iter().map(Into::into).collect();
         js_prepared(self.session.prepare_argv(&argv, network))
+    }
+
+    /// Call after a sandboxed command finished: control-surface paths it created (a `.pi`
+    /// directory, a new repository's live hooks or command-running git config) are moved
+    /// aside; returns one sentence per finding (empty when all is well).
+    #[napi]
+    pub fn audit_after_command(&self) -> Vec<String> {
+        self.session
+            .audit_after_command()
+            .iter()
+            .map(|f| f.to_string())
+            .collect()
     }
 
     /// The effective configuration as text, each value with the file it came from.

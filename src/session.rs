@@ -7,6 +7,7 @@ use std::time::SystemTime;
 
 use serde_json::Value;
 
+use crate::audit::{Auditor, Finding};
 use crate::config::{self, Config, ConfigError, Env, Mode, Source, MODE_HELP};
 use crate::guard::{ApprovalMode, Decision, Guard, GuardError, Op, Step, Verdict};
 use crate::launch::{self, Launch, LaunchError};
@@ -82,6 +83,8 @@ pub struct Session {
     /// A mode chosen during the session outlives config reloads.
     mode_override: Option<(Mode, String)>,
     stamp: Stamp,
+    /// Protected paths seen before each command, to spot what a command created.
+    auditor: std::cell::RefCell<Auditor>,
 }
 
 struct Loaded {
@@ -111,6 +114,7 @@ impl Session {
             }),
             mode_override: None,
             stamp: vec![],
+            auditor: Default::default(),
         };
         s.reload();
         s
@@ -219,7 +223,9 @@ impl Session {
         let on = network == Network::On;
         self.prepare(
             network,
-            |guard, program| launch::bwrap_bash(guard, program, on, command, &tmp),
+            |guard, program, protected| {
+                launch::bwrap_bash(guard, program, on, command, &tmp, protected)
+            },
             Some(&|guard: &Guard, program: &Path| {
                 launch::seatbelt_bash(guard, program, on, command, &tmp)
             }),
@@ -230,7 +236,9 @@ impl Session {
     pub fn prepare_argv(&self, argv: &[std::ffi::OsString], network: Network) -> Prepared {
         self.prepare(
             network,
-            |guard, program| launch::bwrap_argv(guard, program, network == Network::On, argv),
+            |guard, program, protected| {
+                launch::bwrap_argv(guard, program, network == Network::On, argv, protected)
+            },
             None,
         )
     }
@@ -239,7 +247,7 @@ impl Session {
     fn prepare(
         &self,
         network: Network,
-        bwrap: impl FnOnce(&Guard, &Path) -> Result<Launch, LaunchError>,
+        bwrap: impl FnOnce(&Guard, &Path, Vec<PathBuf>) -> Result<Launch, LaunchError>,
         seatbelt: Option<SeatbeltBuild>,
     ) -> Prepared {
         let guard = match self.guard() {
@@ -264,7 +272,11 @@ impl Session {
                     ..
                 },
                 Capability::Bwrap { program },
-            ) => built(bwrap(guard, program)),
+            ) => {
+                let protected = launch::scan(guard);
+                self.auditor.borrow_mut().baseline(&protected);
+                built(bwrap(guard, program, protected))
+            }
             (
                 BashDecision::Sandboxed {
                     adapter: Adapter::Seatbelt,
@@ -281,6 +293,22 @@ impl Session {
                 Prepared::Denied("Blocked: the sandbox adapter does not match this platform.".into())
             }
         }
+    }
+
+    /// After a sandboxed command: neutralises control-surface paths it created (a `.pi`
+    /// directory, a new repository's live hooks or command-running config) and reports them,
+    /// with new denyWrite matches.
+    pub fn audit_after_command(&self) -> Vec<Finding> {
+        let Some(guard) = self.guard() else {
+            return vec![];
+        };
+        if !guard.active() {
+            return vec![];
+        }
+        let now = launch::scan(guard);
+        self.auditor
+            .borrow_mut()
+            .after(&now, |p| guard.is_control_surface(p))
     }
 
     /// The effective mode: the session's choice, else the config's, else read-write.
