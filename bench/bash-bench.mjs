@@ -3,8 +3,8 @@
 //   B. the same bwrap line the sandbox builds, run directly: bwrap <args> -- bash -l <script>
 //      with the script on fd 3 (as the pipeline passes it)
 //   C. that line through `bash -c`, the way pi starts every command (with or without sandbox)
-//   D. the full pipeline as pi runs it: prepareBash("true") (policy, mount plan, temp script)
-//      then `bash -c <wrapped>` (bwrap, `bash -l <script>`)
+//   D. the full pipeline as pi runs it: prepareBash("true") (policy, mount plan, temp script),
+//      `bash -c <wrapped>` (bwrap, `bash -l <script>`), then the audit of what it created
 // Medians over many runs, interleaved so that machine noise hits all three alike.
 //   node bench/bash-bench.mjs [--quick]
 import { spawnSync } from "node:child_process";
@@ -60,9 +60,11 @@ const cases = {
     const line = bare.command.replace(/'[^']*pi-bash-[^']*\.sh'/g, `'${bareScript}'`).replace(/ && rm -f -- '[^']*'/, "");
     return spawnSync("bash", ["-c", line], { cwd, env });
   },
-  "sandboxed (prepareBash + run)": () => {
+  "sandboxed (prepare + run + audit)": () => {
     const p = sandbox.prepareBash("true", "off");
-    return spawnSync("bash", ["-c", p.command], { cwd, env });
+    const r = spawnSync("bash", ["-c", p.command], { cwd, env });
+    sandbox.auditAfterCommand();
+    return r;
   },
 };
 const samples = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
