@@ -295,4 +295,7 @@ test("what a command creates on pi's control surface is moved aside and reported
   assert.equal(existsSync(p("mine/.git/hooks/pre-commit")), true);
   assert.equal(existsSync(p("sub/.pi")), true);
   assert.equal(readFileSync(p("id.key"), "utf8"), "K\n");
+  // the project's own .pi did not exist: its placeholder is ours, not the command's work
+  assert.doesNotMatch(r.stderr, /project\/\.pi was created/);
+  assert.deepEqual(readdirSync(p(".pi")), []);
 });

@@ -215,6 +215,7 @@ test("the agent's bash runs sandboxed: the tool result shows why a write failed"
   assert.match(res.call_1_0, /planted/);
   assert.match(res.call_1_0, /\[pi-sandbox\] .*new\/\.git\/hooks was created by the command and moved to/);
   assert.equal(existsSync(path.join(w.project, "new", ".git", "hooks", "post-checkout")), false);
+  for (const text of Object.values(res)) assert.doesNotMatch(text, /project\/\.pi was created/);
 });
 
 test("sandboxed bash keeps pi's timeout: the whole sandbox dies with it", async (t) => {

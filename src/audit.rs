@@ -162,6 +162,10 @@ impl Auditor {
     }
 }
 
+fn is_empty_dir(path: &Path) -> bool {
+    std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_none())
+}
+
 fn quarantine_name(path: &Path, stamp: u64) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(format!(".{QUARANTINE_SUFFIX}-{stamp}"));
@@ -188,6 +192,8 @@ fn moved(path: &Path, stamp: u64, why: &str) -> Option<Finding> {
 fn neutralise(path: &Path, stamp: u64) -> Option<Finding> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
     match name {
+        // An empty one holds nothing pi could load (and may be another run's placeholder).
+        ".pi" if is_empty_dir(path) => None,
         ".pi" => moved(
             path,
             stamp,
@@ -276,6 +282,9 @@ mod tests {
             std::fs::create_dir_all(d).unwrap();
         }
         std::fs::write(&new_env, "X=1").unwrap();
+        std::fs::write(new_pi.join("settings.json"), "{}").unwrap();
+        let empty_pi = root.join("empty/.pi");
+        std::fs::create_dir_all(&empty_pi).unwrap();
         std::fs::write(repo.join("hooks/pre-commit.sample"), "").unwrap();
         std::fs::write(repo.join("config"), "[core]\n\tbare = false\n").unwrap();
         let mut a = Auditor::default();
@@ -283,6 +292,7 @@ mod tests {
         let after = vec![
             old_pi.clone(),
             new_pi.clone(),
+            empty_pi.clone(),
             new_env.clone(),
             repo.join("hooks"),
             repo.join("config"),
@@ -293,6 +303,8 @@ mod tests {
         assert!(found[0].moved_to.is_some());
         assert!(!new_pi.exists() && found[0].moved_to.as_ref().unwrap().exists());
         assert!(old_pi.exists());
+        // an empty .pi holds nothing to load: left in place
+        assert!(empty_pi.exists());
         assert_eq!(found[1].path, new_env);
         assert!(found[1].moved_to.is_none() && new_env.exists());
         // the sample-only hooks dir and the plain config stay

@@ -274,8 +274,14 @@ impl Session {
                 Capability::Bwrap { program },
             ) => {
                 let protected = launch::scan(guard);
-                self.auditor.borrow_mut().baseline(&protected);
-                built(bwrap(guard, program, protected))
+                let mut auditor = self.auditor.borrow_mut();
+                auditor.baseline(&protected);
+                let launch = bwrap(guard, program, protected);
+                // Placeholders are ours: the audit must not take them for the command's work.
+                if let Ok(l) = &launch {
+                    auditor.baseline(&l.placeholders);
+                }
+                built(launch)
             }
             (
                 BashDecision::Sandboxed {
