@@ -155,8 +155,11 @@ impl Auditor {
             } else {
                 neutralise(path, stamp)
             };
+            // A path moved aside is gone: if a later command re-creates it, that is new again.
+            if !finding.as_ref().is_some_and(|f| f.moved_to.is_some()) {
+                self.known.insert(path.clone());
+            }
             findings.extend(finding);
-            self.known.insert(path.clone());
         }
         findings
     }
@@ -309,8 +312,14 @@ mod tests {
         assert!(found[1].moved_to.is_none() && new_env.exists());
         // the sample-only hooks dir and the plain config stay
         assert!(repo.join("hooks").exists() && repo.join("config").exists());
-        // reported once
-        assert!(a.after(&after, |p| p != new_env).is_empty());
+        // reported once: a rescan no longer lists what was moved
+        let rescan: Vec<PathBuf> = after.iter().filter(|p| **p != new_pi).cloned().collect();
+        assert!(a.after(&rescan, |p| p != new_env).is_empty());
+        // re-created after being moved aside: caught again
+        std::fs::create_dir_all(new_pi.join("extensions")).unwrap();
+        let again = a.after(&after, |p| p != new_env);
+        assert_eq!(again.len(), 1, "{again:?}");
+        assert_eq!(again[0].path, new_pi);
     }
 
     #[test]
