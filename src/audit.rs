@@ -156,7 +156,7 @@ impl Auditor {
                 neutralise(path, stamp)
             };
             // A path moved aside is gone: if a later command re-creates it, that is new again.
-            if !finding.as_ref().is_some_and(|f| f.moved_to.is_some()) {
+            if finding.as_ref().is_none_or(|f| f.moved_to.is_none()) {
                 self.known.insert(path.clone());
             }
             findings.extend(finding);
