@@ -68,16 +68,14 @@ const SAFE_GIT_KEYS: &[&str] = &[
 /// The keys in a git config text, lower-cased as git compares them, subsections as `*`.
 /// Unparseable lines count as a key of their own, so they are never taken for safe.
 fn git_config_keys(text: &str) -> Vec<String> {
+    let is_blank = |l: &str| l.is_empty() || l.starts_with('#') || l.starts_with(';');
     let mut section = String::new();
     let mut keys = Vec::new();
     for raw in text.lines() {
-        let line = raw.trim();
-        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
-            continue;
-        }
-        if let Some(rest) = line.strip_prefix('[') {
+        let mut body = raw.trim();
+        if let Some(rest) = body.strip_prefix('[') {
             let Some(end) = rest.find(']') else {
-                keys.push(format!("unparseable:{line}"));
+                keys.push(format!("unparseable:{body}"));
                 continue;
             };
             let header = &rest[..end];
@@ -85,27 +83,14 @@ fn git_config_keys(text: &str) -> Vec<String> {
                 Some((name, _sub)) => format!("{}.*", name.to_ascii_lowercase()),
                 None => header.to_ascii_lowercase(),
             };
-            let after = rest[end + 1..].trim();
-            if after.is_empty() || after.starts_with('#') || after.starts_with(';') {
-                continue;
-            }
-            // `[core] hooksPath = x` on one line
-            let name = after
-                .split('=')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase();
-            keys.push(format!("{section}.{name}"));
+            // A key may follow the header on the same line: `[core] hooksPath = x`.
+            body = rest[end + 1..].trim();
+        }
+        if is_blank(body) {
             continue;
         }
-        let name = line
-            .split('=')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
-        keys.push(format!("{section}.{name}"));
+        let name = body.split('=').next().unwrap_or("").trim();
+        keys.push(format!("{section}.{}", name.to_ascii_lowercase()));
     }
     keys
 }

@@ -254,10 +254,6 @@ impl RuleSet {
         }
         best.map(|i| &self.rules[i])
     }
-
-    fn is_empty(&self) -> bool {
-        self.rules.is_empty()
-    }
 }
 
 fn has_glob_chars(s: &str) -> bool {
@@ -830,10 +826,6 @@ impl Guard {
     /// pi's session folders: writable whatever allowWrite says.
     pub fn session_dir_paths(&self) -> impl Iterator<Item = &Path> {
         self.session_dirs.iter().map(|r| r.path.as_path())
-    }
-
-    pub fn has_rules(&self) -> bool {
-        !self.deny_read.is_empty() || !self.deny_write.is_empty()
     }
 }
 
