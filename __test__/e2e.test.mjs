@@ -213,7 +213,7 @@ test("the agent's bash runs sandboxed: the tool result shows why a write failed"
   assert.equal(existsSync(path.join(w.project, ".pi", "sandbox.json")), false);
   // a hook planted in a repository the command created is moved aside, and the model is told
   assert.match(res.call_1_0, /planted/);
-  assert.match(res.call_1_0, /\[pi-sandbox\] .*new\/\.git\/hooks was created by the command and moved to/);
+  assert.match(res.call_1_0, /\[pi-sandbox\] .*new\/\.git\/hooks was created or changed by the command and moved to/);
   assert.equal(existsSync(path.join(w.project, "new", ".git", "hooks", "post-checkout")), false);
   for (const text of Object.values(res)) assert.doesNotMatch(text, /project\/\.pi was created/);
 });

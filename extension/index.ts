@@ -15,7 +15,12 @@ import {
 	getAgentDir,
 	SettingsManager,
 } from "@mariozechner/pi-coding-agent";
-import type { ExtensionAPI, ExtensionContext, ToolDefinition } from "@mariozechner/pi-coding-agent";
+import type {
+	BashOperations,
+	ExtensionAPI,
+	ExtensionContext,
+	ToolDefinition,
+} from "@mariozechner/pi-coding-agent";
 import { addonLoadFailure, askApproval, showStatus, sandboxReport } from "./ui.ts";
 import type { SandboxAddon, SandboxHandle } from "./ui.ts";
 
@@ -131,49 +136,55 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		return new Error(prepared.reason ?? "Blocked by the sandbox.");
 	}
 
-	const bash = createBashToolDefinition(startCwd, {
-		spawnHook: (spawn) => {
-			const wrapped = wrapCommand(spawn.command);
-			if (wrapped instanceof Error) throw wrapped;
-			return { ...spawn, command: wrapped };
-		},
-	});
-	pi.registerTool({ ...bash, label: "bash (sandboxed)" });
+	/**
+	 * Sandboxed commands of a session run one at a time: each is prepared (scan, mounts),
+	 * run and audited before the next one is prepared. Two bash calls of one turn would
+	 * otherwise interleave, and one could swap a directory for a symlink while bwrap sets up
+	 * the other's mounts, or have its new files audited (and moved) as the other's.
+	 */
+	let queue: Promise<unknown> = Promise.resolve();
+	function serialized<T>(run: () => Promise<T>): Promise<T> {
+		const next = queue.then(run, run);
+		queue = next.catch(() => undefined);
+		return next;
+	}
 
-	/** Control-surface paths the last sandboxed command created, moved aside; "" if none. */
+	/** What the command just run created on pi's control surface, moved aside; "" if none. */
 	function auditNote(): string {
 		if (disabledByFlag() || !sandbox) return "";
 		const findings = sandbox.auditAfterCommand();
 		return findings.map((f) => `\n[pi-sandbox] ${f}`).join("");
 	}
 
-	pi.on("tool_result", (event) => {
-		if (event.toolName !== "bash") return undefined;
-		const note = auditNote();
-		if (!note) return undefined;
-		return { content: [...event.content, { type: "text" as const, text: note }] };
+	/**
+	 * pi's own exec, behind the sandbox: prepare, run, audit, as one step of the queue. A
+	 * refused command throws for the bash tool (pi reports the reason as the tool's error)
+	 * and is printed with exit code 126 for the user's `!cmd`, as a shell would.
+	 */
+	const local = createLocalBashOperations();
+	const sandboxed = (refusal: "throw" | "print"): BashOperations => ({
+		exec: (command, cwd, options) =>
+			serialized(async () => {
+				const wrapped = wrapCommand(command);
+				if (wrapped instanceof Error) {
+					if (refusal === "throw") throw wrapped;
+					options.onData(Buffer.from(`${wrapped.message}\n`));
+					return { exitCode: 126 };
+				}
+				try {
+					return await local.exec(wrapped, cwd, options);
+				} finally {
+					const note = auditNote();
+					if (note) options.onData(Buffer.from(`${note}\n`));
+				}
+			}),
 	});
 
-	// The user's own `!cmd` / `!!cmd` goes through the same pipeline.
-	pi.on("user_bash", () => {
-		const local = createLocalBashOperations();
-		return {
-			operations: {
-				exec: (command, cwd, options) => {
-					const wrapped = wrapCommand(command);
-					if (wrapped instanceof Error) {
-						options.onData(Buffer.from(`${wrapped.message}\n`));
-						return Promise.resolve({ exitCode: 126 });
-					}
-					return local.exec(wrapped, cwd, options).then((result) => {
-						const note = auditNote();
-						if (note) options.onData(Buffer.from(`${note}\n`));
-						return result;
-					});
-				},
-			},
-		};
-	});
+	const bash = createBashToolDefinition(startCwd, { operations: sandboxed("throw") });
+	pi.registerTool({ ...bash, label: "bash (sandboxed)" });
+
+	// The user's own `!cmd` / `!!cmd` goes through the same pipeline and the same queue.
+	pi.on("user_bash", () => ({ operations: sandboxed("print") }));
 
 	const status = (ctx: ExtensionContext, s: SandboxHandle | undefined) => {
 		if (addon) showStatus(ctx, s, addon.sandboxCapability(), network());

@@ -1,24 +1,32 @@
-//! After a sandboxed command: control-surface paths that appeared during it.
+//! After a sandboxed command: what it created or changed on pi's control surface.
 //!
-//! The OS layer can make existing paths read-only, but cannot stop a command from creating a
-//! new name: a `.pi` directory in a subdirectory (pi loads extensions from it), or a new git
-//! repository whose hooks or config run commands when the user next runs git there, outside
-//! the sandbox. So every command is bracketed: the protected paths seen just before it are
-//! the baseline; what is new afterwards is neutralised (renamed, never deleted) and reported.
-//! New files matching denyWrite are reported only: they are the user's data.
+//! Mounts keep existing paths read-only, but cannot stop a command from creating a new name:
+//! a `.pi` directory in a subdirectory (pi loads extensions from it), a new repository whose
+//! hooks or config run commands when the user next runs git there, a worktree's commondir
+//! rewritten. So every command is bracketed by a scan: what `protected::TABLE` covers and was
+//! not there before (or, for entries compared by content, holds something else now) is
+//! judged by the entry's `OnChange` rule and, if unsafe, moved into a new quarantine
+//! directory with an unpredictable name (never deleted). When a path cannot be neutralised
+//! the audit fails closed: the finding is marked `blocking` and bash stays blocked until
+//! the path is gone or safe. New denyWrite matches are reported only: they are the user's data.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
-/// What was done about one new path.
+use crate::guard::Protection;
+use crate::platform::mounts::{Found, Scan};
+use crate::protected::OnChange;
+
+/// What was done about one new or changed path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
     pub path: PathBuf,
     /// Where it was moved, if it was.
     pub moved_to: Option<PathBuf>,
     pub why: String,
+    /// It could not be neutralised: bash stays blocked while it is there.
+    pub blocking: bool,
 }
 
 impl fmt::Display for Finding {
@@ -26,7 +34,7 @@ impl fmt::Display for Finding {
         match &self.moved_to {
             Some(to) => write!(
                 f,
-                "{} was created by the command and moved to {}: {}",
+                "{} was created or changed by the command and moved to {}: {}",
                 self.path.display(),
                 to.display(),
                 self.why
@@ -36,8 +44,8 @@ impl fmt::Display for Finding {
     }
 }
 
-/// The suffix of a neutralised path.
-pub const QUARANTINE_SUFFIX: &str = "pi-sandbox-quarantined";
+/// The prefix of a quarantine directory (the rest of its name is random).
+pub const QUARANTINE_PREFIX: &str = ".pi-sandbox-quarantine-";
 
 /// git config keys a fresh repository may carry; any other key can run commands or redirect
 /// git (core.hooksPath, core.fsmonitor, filter drivers, aliases, include.path, ...).
@@ -58,6 +66,16 @@ const SAFE_GIT_KEYS: &[&str] = &[
     "user.email",
     "extensions.objectformat",
     "remote.*.url",
+    "remote.*.tagopt",
+    "remote.*.prune",
+    "submodule.*.url",
+    "submodule.*.active",
+    "submodule.*.branch",
+    "core.worktree",
+    "core.sparsecheckout",
+    "core.sparsecheckoutcone",
+    "index.sparse",
+    "extensions.worktreeconfig",
     "remote.*.fetch",
     "remote.*.pushurl",
     "branch.*.remote",
@@ -103,46 +121,49 @@ pub fn unsafe_git_keys(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Tracks the protected paths that existed before each command.
+/// The protected paths seen just before a command, to judge what it created or changed.
 #[derive(Debug, Default)]
 pub struct Auditor {
-    known: HashSet<PathBuf>,
+    /// Path → fingerprint (content or link target, for entries compared by content).
+    known: HashMap<PathBuf, Vec<u8>>,
+    /// What could not be neutralised: bash is blocked while any of it is still unsafe.
+    blocked: Vec<Found>,
 }
 
 impl Auditor {
-    /// Records what exists just before a command: only what appears after it is suspect.
-    pub fn baseline(&mut self, protected: &[PathBuf]) {
-        self.known.extend(protected.iter().cloned());
+    /// Records what exists just before a command: only what appears or changes after it is
+    /// suspect.
+    pub fn baseline(&mut self, scan: &Scan) {
+        for f in scan.all() {
+            self.known.insert(f.path.clone(), f.fingerprint.clone());
+        }
     }
 
-    /// Compares `protected` (found after the command) with the baseline and neutralises what
-    /// is new. `is_control_surface` tells pi's control surface from a denyWrite match.
-    pub fn after(
-        &mut self,
-        protected: &[PathBuf],
-        is_control_surface: impl Fn(&Path) -> bool,
-    ) -> Vec<Finding> {
-        let stamp = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
+    /// Records paths the sandbox made itself (placeholders).
+    pub fn baseline_paths(&mut self, paths: &[PathBuf]) {
+        for p in paths {
+            self.known.entry(p.clone()).or_default();
+        }
+    }
+
+    /// Compares `now` (scanned after the command) with the baseline and neutralises what is
+    /// new or changed.
+    pub fn after(&mut self, now: &Scan) -> Vec<Finding> {
         let mut findings = Vec::new();
-        for path in protected {
-            if self.known.contains(path) {
+        for found in now.all() {
+            let before = self.known.get(&found.path);
+            if before.is_some_and(|fp| *fp == found.fingerprint) {
                 continue;
             }
-            let finding = if !is_control_surface(path) {
-                Some(Finding {
-                    path: path.clone(),
-                    moved_to: None,
-                    why: "it matches a denyWrite pattern; the OS layer can only keep existing files read-only, so check whether this file should exist".into(),
-                })
-            } else {
-                neutralise(path, stamp)
-            };
+            let finding = judge(found, before.map(Vec::as_slice));
             // A path moved aside is gone: if a later command re-creates it, that is new again.
-            if finding.as_ref().is_none_or(|f| f.moved_to.is_none()) {
-                self.known.insert(path.clone());
+            match &finding {
+                Some(f) if f.blocking => self.blocked.push(found.clone()),
+                Some(f) if f.moved_to.is_some() => {}
+                _ => {
+                    self.known
+                        .insert(found.path.clone(), found.fingerprint.clone());
+                }
             }
             findings.extend(finding);
         }
@@ -154,73 +175,168 @@ fn is_empty_dir(path: &Path) -> bool {
     std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_none())
 }
 
-fn quarantine_name(path: &Path, stamp: u64) -> PathBuf {
+/// Moves `path` into a new quarantine directory beside it (random name, made by us), under
+/// a name no table entry matches; `restore` is written back in its place (a changed file
+/// that existed before the command). Fails closed: a path that cannot be moved is reported
+/// as blocking.
+fn quarantine(path: &Path, why: &str, restore: Option<&[u8]>) -> Finding {
+    let fail = |e: String| {
+        Finding {
+        path: path.to_path_buf(),
+        moved_to: None,
+        why: format!(
+            "{why}; moving it aside failed ({e}). bash stays blocked until you remove it yourself (outside pi) or make it safe"
+        ),
+        blocking: true,
+    }
+    };
+    let Some(parent) = path.parent() else {
+        return fail("no parent directory".into());
+    };
+    let dir = match tempfile::Builder::new()
+        .prefix(QUARANTINE_PREFIX)
+        .rand_bytes(12)
+        .tempdir_in(parent)
+    {
+        Ok(d) => d.keep(),
+        Err(e) => return fail(e.to_string()),
+    };
     let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".{QUARANTINE_SUFFIX}-{stamp}"));
-    path.with_file_name(name)
-}
-
-fn moved(path: &Path, stamp: u64, why: &str) -> Option<Finding> {
-    let to = quarantine_name(path, stamp);
-    match std::fs::rename(path, &to) {
-        Ok(()) => Some(Finding {
-            path: path.to_path_buf(),
-            moved_to: Some(to),
-            why: why.into(),
-        }),
-        Err(e) => Some(Finding {
-            path: path.to_path_buf(),
-            moved_to: None,
-            why: format!("{why}; moving it aside failed ({e}): remove it yourself before running pi or git there"),
-        }),
+    name.push(".quarantined");
+    let to = dir.join(name);
+    if let Err(e) = std::fs::rename(path, &to) {
+        let _ = std::fs::remove_dir(&dir);
+        return fail(e.to_string());
+    }
+    if let Some(bytes) = restore {
+        if let Err(e) = restore_file(path, bytes) {
+            return Finding {
+                moved_to: Some(to),
+                ..fail(format!("restoring the previous content failed: {e}"))
+            };
+        }
+    }
+    Finding {
+        path: path.to_path_buf(),
+        moved_to: Some(to),
+        why: match restore {
+            Some(_) => format!("{why}; the previous content was put back"),
+            None => why.to_string(),
+        },
+        blocking: false,
     }
 }
 
-/// A new `.pi` directory, git hooks or git config: renamed so that nothing loads or runs it.
-fn neutralise(path: &Path, stamp: u64) -> Option<Finding> {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    match name {
-        // An empty one holds nothing pi could load (and may be another run's placeholder).
-        ".pi" if is_empty_dir(path) => None,
-        ".pi" => moved(
+fn restore_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(target) = bytes.strip_prefix(b"link:") {
+        use std::os::unix::ffi::OsStrExt;
+        return std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(target), path);
+    }
+    use std::io::Write as _;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)?;
+    f.write_all(bytes)
+}
+
+/// The live hooks in a hooks directory: anything but git's `*.sample` files.
+fn live_hooks(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| !p.to_string_lossy().ends_with(".sample"))
+        .collect()
+}
+
+/// Judges one new (`before` None) or changed path by its table entry's rule.
+fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
+    let path = &found.path;
+    let hit = match &found.why {
+        Protection::Surface(hit) => hit,
+        Protection::DenyWrite(label) => {
+            return Some(Finding {
+                path: path.clone(),
+                moved_to: None,
+                why: format!("it matches {label}; the OS layer can only keep existing files read-only, so check whether this file should exist"),
+                blocking: false,
+            })
+        }
+    };
+    // Content before the command, to put back: only for files compared by content.
+    let restore = before.filter(|b| !b.is_empty());
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    let what = hit.entry.why;
+    if is_link {
+        return Some(quarantine(
             path,
-            stamp,
-            "a .pi directory can hold extensions that pi runs unsandboxed when started there",
-        ),
-        "hooks" => {
+            &format!("a link here makes pi or git load whatever it points to ({what})"),
+            restore,
+        ));
+    }
+    match hit.entry.on_change {
+        OnChange::Accept => None,
+        OnChange::MoveAside => Some(quarantine(path, what, restore)),
+        // An empty one holds nothing pi could load (and may be another run's placeholder).
+        OnChange::MoveUnlessEmpty if is_empty_dir(path) => None,
+        OnChange::MoveUnlessEmpty => Some(quarantine(path, what, restore)),
+        OnChange::MoveIfLiveHooks => {
             // A fresh `git init` writes only *.sample hooks, which git never runs.
-            let live: Vec<PathBuf> = std::fs::read_dir(path)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .map(|e| e.path())
-                .filter(|p| !p.to_string_lossy().ends_with(".sample"))
-                .collect();
-            if live.is_empty() {
+            if live_hooks(path).is_empty() {
                 return None;
             }
-            moved(
-                path,
-                stamp,
-                "git hooks run outside the sandbox the next time you use git in this repository",
-            )
+            Some(quarantine(path, what, restore))
         }
-        "config" => {
-            let text = std::fs::read_to_string(path).unwrap_or_else(|_| "[unreadable".into());
+        OnChange::MoveIfUnsafeGitConfig => {
+            let text = std::fs::read(path)
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_else(|_| "[unreadable".into());
             let bad = unsafe_git_keys(&text);
             if bad.is_empty() {
                 return None;
             }
-            moved(
+            Some(quarantine(
                 path,
-                stamp,
                 &format!(
-                    "this new repository's git config sets {} (can run commands outside the sandbox); git works without the file",
+                    "this git config sets {} (can run commands outside the sandbox); git works without it",
                     bad.join(", ")
                 ),
-            )
+                restore,
+            ))
         }
-        _ => moved(path, stamp, "part of pi's control surface"),
+        OnChange::MoveUnlessContent(expected) => {
+            let text = std::fs::read(path).unwrap_or_default();
+            if text.trim_ascii() == expected.as_bytes() {
+                return None;
+            }
+            Some(quarantine(
+                path,
+                &format!("{what}; git itself writes {expected:?} here"),
+                restore,
+            ))
+        }
+    }
+}
+
+impl Auditor {
+    /// Tries again to neutralise what blocked bash; returns what still blocks it (empty:
+    /// bash may run). A path the user removed or made safe no longer blocks.
+    pub fn retry_blocked(&mut self) -> Vec<Finding> {
+        let mut still = Vec::new();
+        let mut remaining = Vec::new();
+        for found in std::mem::take(&mut self.blocked) {
+            if std::fs::symlink_metadata(&found.path).is_err() {
+                continue;
+            }
+            if let Some(f) = judge(&found, None).filter(|f| f.blocking) {
+                still.push(f);
+                remaining.push(found);
+            }
+        }
+        self.blocked = remaining;
+        still
     }
 }
 
@@ -258,66 +374,160 @@ mod tests {
         assert_eq!(unsafe_git_keys("[core\n"), ["unparseable:[core"]);
     }
 
+    use crate::config::{merge, Env};
+    use crate::guard::{ApprovalMode, Guard};
+    use crate::platform::mounts::scan_protected;
+
+    fn setup() -> (tempfile::TempDir, PathBuf, Guard) {
+        let t = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        let env = Env::under(&root);
+        std::fs::create_dir_all(&env.cwd).unwrap();
+        let cfg = merge(&env.auth_json(), &[]).unwrap();
+        let g = Guard::new(&cfg, &env, ApprovalMode::Ask).unwrap();
+        (t, root.join("proj"), g)
+    }
+
+    fn scan(g: &Guard, root: &Path) -> Scan {
+        scan_protected(g, &[root.to_path_buf()])
+    }
+
     #[test]
     fn only_new_control_surface_paths_are_moved_and_baseline_ones_are_left() {
-        let t = tempfile::tempdir().unwrap();
-        let root = t.path();
+        let (_t, root, g) = setup();
         let old_pi = root.join("old/.pi");
+        std::fs::create_dir_all(old_pi.join("extensions")).unwrap();
+        let mut a = Auditor::default();
+        a.baseline(&scan(&g, &root));
+        // what the command does
         let new_pi = root.join("new/.pi");
         let new_env = root.join(".env");
         let repo = root.join("repo/.git");
-        for d in [&old_pi, &new_pi, &repo.join("hooks")] {
+        for d in [&new_pi, &repo.join("hooks"), &root.join("empty/.pi")] {
             std::fs::create_dir_all(d).unwrap();
         }
         std::fs::write(&new_env, "X=1").unwrap();
         std::fs::write(new_pi.join("settings.json"), "{}").unwrap();
-        let empty_pi = root.join("empty/.pi");
-        std::fs::create_dir_all(&empty_pi).unwrap();
         std::fs::write(repo.join("hooks/pre-commit.sample"), "").unwrap();
         std::fs::write(repo.join("config"), "[core]\n\tbare = false\n").unwrap();
-        let mut a = Auditor::default();
-        a.baseline(std::slice::from_ref(&old_pi));
-        let after = vec![
-            old_pi.clone(),
-            new_pi.clone(),
-            empty_pi.clone(),
-            new_env.clone(),
-            repo.join("hooks"),
-            repo.join("config"),
-        ];
-        let found = a.after(&after, |p| p != new_env);
-        assert_eq!(found.len(), 2, "{found:?}");
-        assert_eq!(found[0].path, new_pi);
-        assert!(found[0].moved_to.is_some());
-        assert!(!new_pi.exists() && found[0].moved_to.as_ref().unwrap().exists());
-        assert!(old_pi.exists());
-        // an empty .pi holds nothing to load: left in place
-        assert!(empty_pi.exists());
-        assert_eq!(found[1].path, new_env);
-        assert!(found[1].moved_to.is_none() && new_env.exists());
+        let found = a.after(&scan(&g, &root));
+        let mut paths: Vec<&Path> = found.iter().map(|f| f.path.as_path()).collect();
+        paths.sort();
+        assert_eq!(paths, [new_env.as_path(), new_pi.as_path()], "{found:?}");
+        let moved = found.iter().find(|f| f.path == new_pi).unwrap();
+        let to = moved.moved_to.as_ref().unwrap();
+        assert!(!new_pi.exists() && to.join("settings.json").exists());
+        // the quarantine directory's name is random and matches no table entry
+        let qdir = to
+            .parent()
+            .unwrap()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        assert!(qdir.starts_with(QUARANTINE_PREFIX) && qdir.len() >= QUARANTINE_PREFIX.len() + 12);
+        assert_eq!(to.file_name().unwrap(), ".pi.quarantined");
+        assert!(!moved.blocking);
+        assert!(old_pi.exists() && root.join("empty/.pi").exists());
+        let env_finding = found.iter().find(|f| f.path == new_env).unwrap();
+        assert!(env_finding.moved_to.is_none() && new_env.exists());
         // the sample-only hooks dir and the plain config stay
         assert!(repo.join("hooks").exists() && repo.join("config").exists());
-        // reported once: a rescan no longer lists what was moved
-        let rescan: Vec<PathBuf> = after.iter().filter(|p| **p != new_pi).cloned().collect();
-        assert!(a.after(&rescan, |p| p != new_env).is_empty());
+        // reported once: a rescan finds nothing new, the quarantine included
+        assert!(a.after(&scan(&g, &root)).is_empty());
         // re-created after being moved aside: caught again
         std::fs::create_dir_all(new_pi.join("extensions")).unwrap();
-        let again = a.after(&after, |p| p != new_env);
+        std::fs::write(new_pi.join("extensions/x.ts"), "").unwrap();
+        let again = a.after(&scan(&g, &root));
         assert_eq!(again.len(), 1, "{again:?}");
         assert_eq!(again[0].path, new_pi);
     }
 
     #[test]
     fn a_live_hook_or_a_dangerous_config_is_moved_aside() {
-        let t = tempfile::tempdir().unwrap();
-        let git = t.path().join("r/.git");
+        let (_t, root, g) = setup();
+        let mut a = Auditor::default();
+        a.baseline(&scan(&g, &root));
+        let git = root.join("r/.git");
         std::fs::create_dir_all(git.join("hooks")).unwrap();
         std::fs::write(git.join("hooks/pre-commit"), "#!/bin/sh\ncurl evil").unwrap();
         std::fs::write(git.join("config"), "[core]\n\thooksPath = /tmp/h\n").unwrap();
-        let mut a = Auditor::default();
-        let found = a.after(&[git.join("hooks"), git.join("config")], |_| true);
-        assert_eq!(found.len(), 2);
+        // a bare repository made by the command: its hooks run when the user pushes to it
+        let bare = root.join("bare.git");
+        for d in ["objects", "refs", "hooks"] {
+            std::fs::create_dir_all(bare.join(d)).unwrap();
+        }
+        std::fs::write(bare.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(bare.join("hooks/pre-receive"), "#!/bin/sh\nevil").unwrap();
+        let found = a.after(&scan(&g, &root));
+        assert_eq!(found.len(), 3, "{found:?}");
         assert!(!git.join("hooks").exists() && !git.join("config").exists());
-        assert!(found[1].why.contains("core.hookspath"), "{}", found[1].why);
+        assert!(!bare.join("hooks").exists());
+        assert!(
+            found.iter().any(|f| f.why.contains("core.hookspath")),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn a_changed_worktree_commondir_is_moved_aside_and_restored() {
+        let (_t, root, g) = setup();
+        let admin = root.join(".git/worktrees/wt");
+        for d in ["objects", "refs"] {
+            std::fs::create_dir_all(root.join(".git").join(d)).unwrap();
+        }
+        std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::create_dir_all(&admin).unwrap();
+        std::fs::write(admin.join("commondir"), "../..\n").unwrap();
+        let mut a = Auditor::default();
+        a.baseline(&scan(&g, &root));
+        std::fs::write(admin.join("commondir"), "/home/evil/repo\n").unwrap();
+        let found = a.after(&scan(&g, &root));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(
+            std::fs::read_to_string(admin.join("commondir")).unwrap(),
+            "../..\n"
+        );
+        assert!(
+            found[0].why.contains("previous content was put back"),
+            "{}",
+            found[0].why
+        );
+        // git's own `worktree add` writes ../..: accepted
+        let admin2 = root.join(".git/worktrees/wt2");
+        std::fs::create_dir_all(&admin2).unwrap();
+        std::fs::write(admin2.join("commondir"), "../..\n").unwrap();
+        std::fs::write(admin2.join("gitdir"), "/x/.git\n").unwrap();
+        assert!(a.after(&scan(&g, &root)).is_empty());
+    }
+
+    #[test]
+    fn what_cannot_be_moved_blocks_until_it_is_gone() {
+        let (_t, root, g) = setup();
+        // /proc allows no new directory: the quarantine cannot be made
+        let stuck = PathBuf::from("/proc/self/status");
+        let pi_entry = crate::protected::TABLE
+            .iter()
+            .find(|e| e.what == ".pi directory")
+            .unwrap();
+        let found = Found {
+            path: stuck.clone(),
+            why: Protection::Surface(crate::protected::Hit {
+                entry: pi_entry,
+                root: stuck.clone(),
+            }),
+            fingerprint: vec![],
+        };
+        let mut a = Auditor::default();
+        a.baseline(&scan(&g, &root));
+        let now = Scan {
+            protected: vec![found],
+            ..Default::default()
+        };
+        let f = a.after(&now);
+        assert!(f[0].blocking && f[0].moved_to.is_none(), "{f:?}");
+        assert!(f[0].why.contains("bash stays blocked"));
+        assert_eq!(a.retry_blocked().len(), 1);
+        assert_eq!(a.retry_blocked().len(), 1, "still there, still blocking");
     }
 }

@@ -495,6 +495,17 @@ impl Env {
         }
     }
 
+    /// The layout tests use: `<root>/home`, `<root>/proj`, the agent dir in its default place.
+    #[cfg(test)]
+    pub fn under(root: &Path) -> Env {
+        Env {
+            home: root.join("home"),
+            cwd: root.join("proj"),
+            agent_dir: root.join("home/.pi/agent"),
+            session_dir: None,
+        }
+    }
+
     pub fn global_config(&self) -> PathBuf {
         self.agent_dir.join("extensions").join("sandbox.json")
     }

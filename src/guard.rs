@@ -12,6 +12,7 @@ use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 
 use crate::config::{Config, Env, Mode, Source, Sourced};
 use crate::paths::{self, PathError};
+use crate::protected::{self, Anchors, Hit};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
@@ -161,8 +162,6 @@ struct Rule {
     /// `denyRead entry '~/.ssh'`, `denyWrite pattern '*.pem'`, ...
     label: String,
     source: String,
-    /// Why a mandatory rule exists.
-    why: Option<&'static str>,
 }
 
 /// A set of path rules matched against a canonical path *and each of its ancestors*, so a
@@ -291,10 +290,8 @@ pub struct Guard {
     approval: ApprovalMode,
     deny_read: RuleSet,
     deny_write: RuleSet,
-    mandatory_write: RuleSet,
-    /// Writable whatever allowWrite says (pi's session folders), and exempt from the
-    /// agent-dir protection.
-    session_dirs: Vec<DirRule>,
+    /// pi's control surface (`protected::TABLE`) anchored for this session.
+    anchors: Anchors,
     allow_write: Vec<DirRule>,
     /// Canonical denyRead paths, for recursive tools.
     deny_read_paths: Vec<DirRule>,
@@ -347,7 +344,6 @@ impl Guard {
                 Rule {
                     label: format!("denyRead entry '{raw}'"),
                     source: source.clone(),
-                    why: None,
                 },
             );
             deny_read_paths.push(DirRule {
@@ -366,7 +362,6 @@ impl Guard {
             let rule = Rule {
                 label: format!("denyWrite pattern '{raw}'"),
                 source: config.deny_write.source.to_string(),
-                why: None,
             };
             let bad = |e: globset::Error| {
                 rule_err(
@@ -409,25 +404,11 @@ impl Guard {
             });
         }
 
-        let mut session_dirs = vec![DirRule {
-            path: env.agent_dir.join("sessions"),
-            raw: "<agent dir>/sessions".into(),
-            source: Source::Mandatory.to_string(),
-        }];
-        if let Some(d) = &env.session_dir {
-            session_dirs.push(DirRule {
-                path: d.clone(),
-                raw: "$PI_CODING_AGENT_SESSION_DIR".into(),
-                source: Source::Mandatory.to_string(),
-            });
-        }
-
-        let mandatory_write = mandatory_write_rules(&env).map_err(|e| GuardError::Rule {
-            key: "(built-in)".into(),
-            entry: String::new(),
-            source: Source::Mandatory.to_string(),
-            message: e.to_string(),
-        })?;
+        let anchors = Anchors {
+            home: env.home.clone(),
+            agent_dir: env.agent_dir.clone(),
+            session_dir: env.session_dir.clone(),
+        };
 
         let build = |b: RuleSetBuilder, key: &str, source: &Source| {
             b.build()
@@ -440,8 +421,7 @@ impl Guard {
                 "filesystem.denyWrite",
                 &config.deny_write.source,
             )?,
-            mandatory_write,
-            session_dirs,
+            anchors,
             allow_write,
             deny_read_paths,
             deny_write_globs,
@@ -640,30 +620,38 @@ impl Guard {
         make: impl Fn(Verdict, String, String, String) -> Decision,
     ) -> Decision {
         let shown = path.display();
-        let in_session_dir = self.session_dirs.iter().find(|d| path.starts_with(&d.path));
-        let mandatory = if in_session_dir.is_some() {
-            None
-        } else {
-            self.mandatory_write.first_match(path)
-        };
+        let mut is_git_dir = protected::is_git_dir_on_disk;
+        let surface = self.control_surface(path, &mut is_git_dir);
         steps.push(|| Step {
             rule: "pi control surface".into(),
             source: Source::Mandatory.to_string(),
-            matched: mandatory.is_some(),
+            matched: surface.is_some(),
         });
-        if let Some(rule) = mandatory {
+        if let Some(hit) = surface {
             return make(
                 Verdict::Deny,
-                rule.label.clone(),
-                rule.source.clone(),
+                surface_label(&hit),
+                Source::Mandatory.to_string(),
                 format!(
-                    "Blocked write to {shown}: it is part of pi's control surface ({}), which the agent may never change, whatever the config says. Edit it yourself outside pi if the change is wanted.",
-                    rule.why.unwrap_or("protected")
+                    "Blocked write to {shown}: it is part of pi's control surface ({}: {}), which the agent may never change, whatever the config says. Edit it yourself outside pi if the change is wanted.",
+                    hit.root.display(),
+                    hit.entry.why
                 ),
             );
         }
-        let deny = self.deny_write.first_match(path);
-        steps.push(|| rule_step("denyWrite", deny));
+        let exempt = self.deny_write_exemption(path, &mut is_git_dir);
+        let deny = match &exempt {
+            Some(_) => None,
+            None => self.deny_write.first_match(path),
+        };
+        steps.push(|| match &exempt {
+            Some(why) => Step {
+                rule: format!("denyWrite not applied: {why}"),
+                source: Source::Mandatory.to_string(),
+                matched: false,
+            },
+            None => rule_step("denyWrite", deny),
+        });
         if let Some(rule) = deny {
             return make(
                 Verdict::Deny,
@@ -677,20 +665,7 @@ impl Guard {
                 ),
             );
         }
-        if let Some(dir) = in_session_dir {
-            steps.push(|| Step {
-                rule: format!("pi session folder {}", dir.path.display()),
-                source: dir.source.clone(),
-                matched: true,
-            });
-            return make(
-                Verdict::Allow,
-                format!("pi session folder '{}'", dir.raw),
-                dir.source.clone(),
-                format!("Write to {shown} is allowed: it is inside pi's session folder."),
-            );
-        }
-        let allow = self.allow_write.iter().find(|d| path.starts_with(&d.path));
+        let allow = self.allow_write_root(path);
         steps.push(|| Step {
             rule: "allowWrite".into(),
             source: allow
@@ -730,6 +705,52 @@ impl Guard {
                 self.env.project_config().display()
             ),
         )
+    }
+
+    /// The allowWrite entry containing `path`, if any.
+    fn allow_write_root(&self, path: &Path) -> Option<&DirRule> {
+        self.allow_write.iter().find(|d| path.starts_with(&d.path))
+    }
+
+    /// The entry of pi's control surface covering `canonical`, if any.
+    pub fn control_surface(
+        &self,
+        canonical: &Path,
+        is_git_dir: &mut dyn FnMut(&Path) -> bool,
+    ) -> Option<Hit> {
+        self.anchors.classify(canonical, is_git_dir)
+    }
+
+    /// Why denyWrite does not apply to `path`: it lies in a rebuildable dependency tree or
+    /// in a git dir's data, below an allowWrite root. Files there are the package
+    /// manager's or git's, not the user's (pip's `cacert.pem`), and pinning them would make
+    /// the tree impossible to remove or rebuild. pi's control surface still applies there.
+    fn deny_write_exemption(
+        &self,
+        path: &Path,
+        is_git_dir: &mut dyn FnMut(&Path) -> bool,
+    ) -> Option<String> {
+        let root = self.allow_write_root(path)?;
+        let mut dir = root.path.clone();
+        let below = path.strip_prefix(&root.path).ok()?;
+        let mut comps = below.components().peekable();
+        while let Some(c) = comps.next() {
+            // Only directories count: the path itself is what is being written.
+            comps.peek()?;
+            dir.push(c);
+            if let Some(name) = c.as_os_str().to_str() {
+                if DEPENDENCY_TREES.contains(&name) {
+                    return Some(format!(
+                        "{} is a rebuildable dependency tree ({name})",
+                        dir.display()
+                    ));
+                }
+            }
+            if is_git_dir(&dir) {
+                return Some(format!("{} is git's data", dir.display()));
+            }
+        }
+        None
     }
 
     /// For recursive tools (grep, find): the root must be readable, and no denyRead entry may
@@ -790,23 +811,23 @@ impl Guard {
         self.allow_write.iter().map(|r| r.path.as_path())
     }
 
-    /// The rule that keeps `canonical` read-only whatever allowWrite says (pi's control
-    /// surface or a denyWrite pattern), if any. The OS layer re-binds such paths read-only.
-    pub fn write_protection(&self, canonical: &Path) -> Option<&str> {
-        if self
-            .session_dirs
-            .iter()
-            .any(|d| canonical.starts_with(&d.path))
-        {
-            return self
-                .deny_write
-                .first_match(canonical)
-                .map(|r| r.label.as_str());
+    /// What keeps `canonical` read-only whatever allowWrite says: pi's control surface, or a
+    /// denyWrite pattern (unless exempt). The OS layer binds such paths read-only; it asks
+    /// with the same git-dir test the guard uses, so the layers cannot disagree.
+    pub fn write_protection(
+        &self,
+        canonical: &Path,
+        is_git_dir: &mut dyn FnMut(&Path) -> bool,
+    ) -> Option<Protection> {
+        if let Some(hit) = self.control_surface(canonical, is_git_dir) {
+            return Some(Protection::Surface(hit));
         }
-        self.mandatory_write
+        if self.deny_write_exemption(canonical, is_git_dir).is_some() {
+            return None;
+        }
+        self.deny_write
             .first_match(canonical)
-            .or_else(|| self.deny_write.first_match(canonical))
-            .map(|r| r.label.as_str())
+            .map(|r| Protection::DenyWrite(r.label.clone()))
     }
 
     /// denyWrite patterns as globs over canonical paths (bare name patterns unchanged).
@@ -814,19 +835,25 @@ impl Guard {
         &self.deny_write_globs
     }
 
-    /// Whether `canonical` is part of pi's control surface (not merely a denyWrite match).
-    pub fn is_control_surface(&self, canonical: &Path) -> bool {
-        !self
-            .session_dirs
-            .iter()
-            .any(|d| canonical.starts_with(&d.path))
-            && self.mandatory_write.first_match(canonical).is_some()
+    pub fn anchors(&self) -> &Anchors {
+        &self.anchors
     }
+}
 
-    /// pi's session folders: writable whatever allowWrite says.
-    pub fn session_dir_paths(&self) -> impl Iterator<Item = &Path> {
-        self.session_dirs.iter().map(|r| r.path.as_path())
-    }
+/// Why a path stays read-only in bash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Protection {
+    /// pi's control surface: an entry of `protected::TABLE`.
+    Surface(Hit),
+    /// A denyWrite pattern (its label).
+    DenyWrite(String),
+}
+
+/// Dependency trees exempt from denyWrite (in both layers); see `deny_write_exemption`.
+pub const DEPENDENCY_TREES: &[&str] = &["node_modules", ".venv", "target"];
+
+fn surface_label(hit: &Hit) -> String {
+    format!("{} {}", hit.entry.what, hit.root.display())
 }
 
 /// The explain step for a rule list: which rule matched, or that none did.
@@ -878,53 +905,6 @@ fn anchor_pattern(pattern: &str, env: &Env) -> Result<String, PathError> {
         out.push_str(part);
     }
     Ok(out)
-}
-
-/// pi's control surface: never writable by the agent.
-fn mandatory_write_rules(env: &Env) -> Result<RuleSet, globset::Error> {
-    let mut b = RuleSetBuilder::default();
-    let rule = |label: &str, why: &'static str| Rule {
-        label: label.to_string(),
-        source: Source::Mandatory.to_string(),
-        why: Some(why),
-    };
-    b.literal(
-        env.agent_dir.clone(),
-        rule(
-            &format!("pi agent dir {}", env.agent_dir.display()),
-            "pi's agent dir: settings, models, auth, extensions, the sandbox config and approvals",
-        ),
-    );
-    b.literal(
-        env.cwd.join(".pi"),
-        rule(
-            "project .pi directory",
-            "the project's .pi directory: settings, extensions and the sandbox config",
-        ),
-    );
-    // A planted `.pi` anywhere becomes a project config the next time pi starts there.
-    b.basename_glob(
-        compile_glob(".pi")?,
-        rule(
-            ".pi directory",
-            "a .pi directory: pi loads extensions and settings from it",
-        ),
-    );
-    for (pattern, label) in [
-        ("**/.git/hooks", "git hooks"),
-        ("**/.git/config", "git config"),
-        ("**/.git/config.worktree", "git config"),
-        ("**/.git/worktrees/*/config.worktree", "git config"),
-    ] {
-        b.path_glob(
-            compile_glob(pattern)?,
-            rule(
-                label,
-                "git hooks and config run commands outside the sandbox",
-            ),
-        );
-    }
-    b.build()
 }
 
 #[cfg(test)]

@@ -18,12 +18,7 @@ impl World {
     fn new() -> World {
         let t = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(t.path()).unwrap();
-        let env = Env {
-            home: root.join("home"),
-            cwd: root.join("proj"),
-            agent_dir: root.join("home/.pi/agent"),
-            session_dir: None,
-        };
+        let env = Env::under(&root);
         for d in [
             env.home.join(".ssh"),
             env.agent_dir.join("sessions"),
@@ -302,6 +297,11 @@ fn invalid_rules_are_errors_naming_the_key_and_entry() {
 #[test]
 fn pi_control_surface_is_never_writable_whatever_the_config_says() {
     let w = World::new();
+    // a bare repository: known as a git dir by its layout, whatever its name
+    for d in ["proj/bare.git/objects", "proj/bare.git/refs/heads"] {
+        std::fs::create_dir_all(w.p(d)).unwrap();
+    }
+    std::fs::write(w.p("proj/bare.git/HEAD"), "ref: refs/heads/main\n").unwrap();
     // A config that tries to allow everything and deny nothing.
     let g = w.guard(r#"{"filesystem":{"allowWrite":["/"],"denyWrite":[]}}"#);
     for rel in [
@@ -314,25 +314,45 @@ fn pi_control_surface_is_never_writable_whatever_the_config_says() {
         "home/.pi/agent/settings.json",
         "home/.pi/agent/models.json",
         "home/.pi/agent/auth.json",
+        "home/.pi/agent/sessions/s1.jsonl",
+        "home/.bashrc",
+        "home/.config/git/config",
+        "home/.local/bin/git",
         "proj/.git/hooks/pre-commit",
         "proj/.git/config",
+        "proj/.git/config.worktree",
+        "proj/.git/commondir",
+        "proj/.git/objects/info/alternates",
+        "proj/.git/worktrees/wt/config.worktree",
+        "proj/.git/worktrees/wt/commondir",
+        "proj/.git/worktrees/wt/gitdir",
+        "proj/.git/modules/sub/config",
+        "proj/.git/modules/sub/hooks/post-checkout",
         "proj/vendor/lib/.git/hooks/post-checkout",
+        "proj/bare.git/hooks/pre-receive",
+        "proj/bare.git/config",
     ] {
         let d = g.check(Op::Write, &w.p(rel));
         assert_eq!(d.verdict, Verdict::Deny, "{rel}");
         assert_eq!(d.source, Source::Mandatory.to_string(), "{rel}");
     }
-    // git's object store and the session folder stay writable
+    // git's data stays writable
+    for rel in [
+        "proj/.git/objects/ab/cd",
+        "proj/.git/refs/heads/config",
+        "proj/.git/worktrees/wt/HEAD",
+        "proj/.git/modules/sub/index",
+        "proj/bare.git/refs/heads/main",
+        "proj/src/config",
+    ] {
+        assert_eq!(verdict(&g, Op::Write, &w.p(rel)), Verdict::Allow, "{rel}");
+    }
     assert_eq!(
         verdict(&g, Op::Write, &w.p("proj/.git/objects/ab/cd")),
         Verdict::Allow
     );
     assert_eq!(
         verdict(&g, Op::Write, &w.p("proj/.git/index")),
-        Verdict::Allow
-    );
-    assert_eq!(
-        verdict(&g, Op::Write, &w.p("home/.pi/agent/sessions/s1.jsonl")),
         Verdict::Allow
     );
 }
@@ -355,13 +375,14 @@ fn control_surface_cannot_be_reached_through_a_symlink() {
 }
 
 #[test]
-fn session_dir_from_the_environment_is_writable_outside_allow_write() {
+fn session_dir_from_the_environment_is_never_writable() {
     let mut w = World::new();
-    w.env.session_dir = Some(w.p("outside/sessions"));
+    w.env.session_dir = Some(w.p("proj/sessions"));
+    // pi appends to its transcripts on the host: even inside allowWrite they are pi's
     let g = w.guard("{}");
     assert_eq!(
-        verdict(&g, Op::Write, &w.p("outside/sessions/a.jsonl")),
-        Verdict::Allow
+        verdict(&g, Op::Write, &w.p("proj/sessions/a.jsonl")),
+        Verdict::Deny
     );
     assert_eq!(verdict(&g, Op::Write, &w.p("outside/other")), Verdict::Deny);
 }
@@ -556,4 +577,64 @@ fn edit_needs_read_and_write() {
     let c = check_tool(&g, "edit", &json!({"path": "src/a.ts", "edits": []}), home).unwrap();
     assert_eq!(c.decision.verdict, Verdict::Allow);
     assert_eq!(c.decision.op, Op::Write);
+}
+
+#[test]
+fn absolute_paths_are_judged_as_the_kernel_opens_them() {
+    let w = World::new();
+    let g = w.guard("{}");
+    let home = &w.env.home;
+    let check = |input: serde_json::Value| check_tool(&g, "read", &input, home).unwrap();
+    // proj/l -> home/.ssh/sub (exists); proj/l/.. is home/.ssh, not proj
+    std::fs::create_dir_all(w.p("home/.ssh/sub")).unwrap();
+    symlink(w.p("home/.ssh/sub"), w.p("proj/l")).unwrap();
+    let via_link = format!("{}/l/../id_rsa", w.p("proj").display());
+    let d = check(json!({ "path": via_link })).decision;
+    assert_eq!(d.verdict, Verdict::Deny, "{d:?}");
+    assert_eq!(d.path, w.p("home/.ssh/id_rsa"));
+    // /proc/self/cwd is pi's own cwd (this process here): `..` after it leaves it
+    let cwd = std::env::current_dir().unwrap();
+    let depth = cwd.components().count() - 1;
+    let up = "../".repeat(depth);
+    let raw = format!("/proc/self/cwd/{up}{}", w.p("home/.ssh/id_rsa").display());
+    let d = check(json!({ "path": raw })).decision;
+    assert_eq!(d.verdict, Verdict::Deny, "{d:?}");
+    // a write through a link plus `..` reaches the file the kernel would write
+    symlink(w.p("outside"), w.p("proj/out")).unwrap();
+    std::fs::create_dir_all(w.p("outside/x")).unwrap();
+    let raw = format!("{}/out/x/../evil.sh", w.p("proj").display());
+    let d = check_tool(&g, "write", &json!({"path": raw, "content": ""}), home)
+        .unwrap()
+        .decision;
+    assert_eq!(d.verdict, Verdict::Deny, "{d:?}");
+    assert_eq!(d.path, w.p("outside/evil.sh"));
+}
+
+#[test]
+fn dependency_trees_and_git_data_are_exempt_from_deny_write_in_the_guard_too() {
+    let w = World::new();
+    let g = w.guard("{}");
+    for rel in [
+        "proj/node_modules/pkg/.env",
+        "proj/.venv/lib/site-packages/certifi/cacert.pem",
+        "proj/target/debug/x.key",
+        "proj/.git/refs/heads/x.pem",
+    ] {
+        let (d, steps) = g.explain(Op::Write, &w.p(rel));
+        assert_eq!(d.verdict, Verdict::Allow, "{rel}: {d:?}");
+        assert!(
+            steps
+                .iter()
+                .any(|s| s.rule.starts_with("denyWrite not applied")),
+            "{rel}: {steps:?}"
+        );
+    }
+    // the control surface still applies inside them, and a .env elsewhere is still denied
+    assert_eq!(
+        verdict(&g, Op::Write, &w.p("proj/node_modules/pkg/.pi/x")),
+        Verdict::Deny
+    );
+    assert_eq!(verdict(&g, Op::Write, &w.p("proj/a/.env")), Verdict::Deny);
+    // only a directory exempts: a file named `.env` directly in the project is denied
+    assert_eq!(verdict(&g, Op::Write, &w.p("proj/.env")), Verdict::Deny);
 }

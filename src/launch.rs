@@ -12,17 +12,18 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::config::Mode;
 use crate::guard::Guard;
-use crate::platform::bwrap::{self, BwrapError, SCRIPT_FD};
-use crate::platform::mounts::{self, Facts, FileKind, MountPlan};
+use crate::platform::bwrap::{self, BwrapError, ARGS_FD, SCRIPT_FD};
+use crate::platform::mounts::{self, Facts, FileKind, MountPlan, Scan};
 use crate::platform::seatbelt::{self, SeatbeltPolicy};
+use crate::protected::{Place, TABLE};
 
 #[derive(Debug)]
 pub enum LaunchError {
     Script { dir: PathBuf, message: String },
     Bwrap(BwrapError),
     NotUtf8 { path: PathBuf },
+    Placeholder { path: PathBuf, message: String },
 }
 
 impl fmt::Display for LaunchError {
@@ -34,6 +35,11 @@ impl fmt::Display for LaunchError {
                 dir.display()
             ),
             LaunchError::Bwrap(e) => write!(f, "{e}"),
+            LaunchError::Placeholder { path, message } => write!(
+                f,
+                "cannot create {} as a read-only mount point for a protected name ({message}); create it yourself or fix the directory's permissions",
+                path.display()
+            ),
             LaunchError::NotUtf8 { path } => write!(
                 f,
                 "path {} is not valid UTF-8 and cannot be passed to the shell",
@@ -58,12 +64,14 @@ pub struct Launch {
     pub args: Vec<OsString>,
     /// The temp script holding the user's command, if any (removed by the shell command).
     pub script: Option<PathBuf>,
-    /// The script reaches the sandbox on fd `SCRIPT_FD` (bwrap): the shell command opens it
-    /// there and deletes the file before the sandbox starts.
-    pub script_on_fd: bool,
+    /// bwrap's arguments, NUL-separated (`--args`): with it, the script reaches the sandbox on
+    /// fd `SCRIPT_FD` and the arguments on `ARGS_FD`; the shell command opens both and deletes
+    /// the files before the sandbox starts.
+    pub args_file: Option<PathBuf>,
     /// Other temp files of this run (the macOS profile), removed after it.
     pub temp_files: Vec<PathBuf>,
-    /// Protected directories that do not exist yet, created empty as mount points and kept:
+    /// Protected directories that did not exist, created empty as mount points (by `prepare`)
+    /// and kept:
     /// removing one while another sandbox has it mounted would lift that sandbox's protection
     /// (the kernel detaches mounts in other namespaces on rmdir). An empty directory is
     /// invisible to git and builds.
@@ -86,26 +94,28 @@ impl Launch {
     /// sandbox, keeps its exit code (a signal shows as 128+N, as in bash), removes temp files.
     pub fn shell_command(&self) -> Result<String, LaunchError> {
         let mut out = String::new();
-        for p in &self.placeholders {
+        let program = sh_quote(utf8(self.program.as_os_str())?);
+        if let (Some(script), Some(args)) = (&self.script, &self.args_file) {
+            // Nothing is left to clean up afterwards: open both files on their fds, delete
+            // them, and let bwrap replace the shell, so its exit status is the command's.
+            debug_assert!(self.temp_files.is_empty());
+            let s = sh_quote(utf8(script.as_os_str())?);
+            let a = sh_quote(utf8(args.as_os_str())?);
             out.push_str(&format!(
-                "mkdir -- {} 2>/dev/null; ",
-                sh_quote(utf8(p.as_os_str())?)
+                "exec {SCRIPT_FD}< {s} {ARGS_FD}< {a} && rm -f -- {s} {a} && exec {program} --args {ARGS_FD}"
             ));
+            // bwrap takes options from the file, the command from its own argv.
+            let command = self.args.iter().skip_while(|a| *a != "--");
+            for a in command {
+                out.push(' ');
+                out.push_str(&sh_quote(utf8(a)?));
+            }
+            return Ok(out);
         }
-        let mut run = sh_quote(utf8(self.program.as_os_str())?);
+        let mut run = program;
         for a in &self.args {
             run.push(' ');
             run.push_str(&sh_quote(utf8(a)?));
-        }
-        if let (Some(script), true) = (&self.script, self.script_on_fd) {
-            // Nothing is left to clean up afterwards: open the script on the fd, delete it,
-            // and let bwrap replace the shell, so its exit status is the command's.
-            debug_assert!(self.temp_files.is_empty());
-            let s = sh_quote(utf8(script.as_os_str())?);
-            out.push_str(&format!(
-                "exec {SCRIPT_FD}< {s} && rm -f -- {s} && exec {run}"
-            ));
-            return Ok(out);
         }
         out.push_str(&format!("{run}; __pi_sandbox_rc=$?; "));
         for f in self.script.iter().chain(&self.temp_files) {
@@ -114,14 +124,26 @@ impl Launch {
         out.push_str("exit $__pi_sandbox_rc");
         Ok(out)
     }
+
+    /// Removes the temp files of a launch that will not run.
+    pub fn discard(&self) {
+        for f in self
+            .script
+            .iter()
+            .chain(&self.args_file)
+            .chain(&self.temp_files)
+        {
+            let _ = std::fs::remove_file(f);
+        }
+    }
 }
 
 /// Writes `command` to `<dir>/pi-bash-<pid>-<ms>-<rand>.sh`, mode 0700.
 pub fn write_script(dir: &Path, command: &str) -> Result<PathBuf, LaunchError> {
-    write_temp(dir, "pi-bash", ".sh", command)
+    write_temp(dir, "pi-bash", ".sh", command.as_bytes())
 }
 
-fn write_temp(dir: &Path, prefix: &str, suffix: &str, text: &str) -> Result<PathBuf, LaunchError> {
+fn write_temp(dir: &Path, prefix: &str, suffix: &str, text: &[u8]) -> Result<PathBuf, LaunchError> {
     let err = |e: std::io::Error| LaunchError::Script {
         dir: dir.to_path_buf(),
         message: e.to_string(),
@@ -137,38 +159,38 @@ fn write_temp(dir: &Path, prefix: &str, suffix: &str, text: &str) -> Result<Path
         .permissions(std::fs::Permissions::from_mode(0o700))
         .tempfile_in(dir)
         .map_err(err)?;
-    file.write_all(text.as_bytes()).map_err(err)?;
+    file.write_all(text).map_err(err)?;
     file.flush().map_err(err)?;
     let (_, path) = file.keep().map_err(|e| err(e.error))?;
     Ok(path)
 }
 
-/// Existing paths in the writable trees that the guard keeps read-only (the mount plan binds
-/// them read-only; the audit after a command compares against them).
-pub fn scan(guard: &Guard) -> Vec<PathBuf> {
-    // Host /tmp as a whole is replaced by a private tmpfs: nothing there needs protecting
-    // (what lies below it and is bound in is scanned like any other root).
-    let writable: Vec<PathBuf> = guard
-        .allow_write_paths()
-        .filter(|p| *p != Path::new("/tmp"))
-        .map(Path::to_path_buf)
-        .collect();
-    mounts::scan_protected(guard, &writable)
+/// What the guard keeps read-only in bash's writable trees, found now (the mount plan binds
+/// it; the audit after a command compares against it). Worktree git dirs are scanned too.
+pub fn scan(guard: &Guard) -> Scan {
+    let git_dirs = mounts::worktree_git_dirs(&guard.env().cwd);
+    mounts::scan_protected(guard, &mounts::writable_roots(guard, &git_dirs))
 }
 
-/// The mount plan for `guard` as the disk is now; `protected` comes from `scan`.
-pub fn plan_for(
-    guard: &Guard,
-    network: bool,
-    script: Option<&Path>,
-    protected: Vec<PathBuf>,
-) -> MountPlan {
+/// The mount plan for `guard` as the disk is now; `scan` comes from `scan`.
+pub fn plan_for(guard: &Guard, network: bool, script: Option<&Path>, scan: &Scan) -> MountPlan {
     let facts = Facts {
         kind_of: &mounts::kind_on_disk,
-        protected,
+        scan,
         git_dirs: mounts::worktree_git_dirs(&guard.env().cwd),
     };
     mounts::plan(guard, &facts, network, script)
+}
+
+/// bwrap's arguments as a file of NUL-terminated strings (`bwrap --args FD`): paths reach
+/// bwrap byte for byte, whatever their encoding, and no shell quoting is involved.
+fn write_args_file(dir: &Path, args: &[OsString]) -> Result<PathBuf, LaunchError> {
+    let mut bytes = Vec::new();
+    for a in args {
+        bytes.extend_from_slice(a.as_encoded_bytes());
+        bytes.push(0);
+    }
+    write_temp(dir, "pi-bwrap-args", "", &bytes)
 }
 
 /// A bwrap launch of the shell command `command` (`bash -l <script>`), script in `tmp_dir`.
@@ -178,30 +200,36 @@ pub fn bwrap_bash(
     network: bool,
     command: &str,
     tmp_dir: &Path,
-    protected: Vec<PathBuf>,
+    scan: &Scan,
 ) -> Result<Launch, LaunchError> {
     let script = write_script(tmp_dir, command)?;
     // Inside, the script sits in the private /tmp whatever TMPDIR is outside: bwrap creates
     // it there from the fd, so no mount point is needed in a host directory.
     let inside = Path::new("/tmp").join(script.file_name().expect("a temp file has a name"));
-    let plan = plan_for(guard, network, Some(&inside), protected);
+    let plan = plan_for(guard, network, Some(&inside), scan);
     let argv = [
         OsString::from("bash"),
         "-l".into(),
         inside.as_os_str().into(),
     ];
-    match bwrap::build(&plan, &argv) {
-        Ok(args) => Ok(Launch {
+    let built = bwrap::build(&plan, &argv)
+        .map_err(LaunchError::from)
+        .and_then(|args| {
+            let options: Vec<OsString> = args.iter().take_while(|a| *a != "--").cloned().collect();
+            Ok((write_args_file(tmp_dir, &options)?, args))
+        });
+    match built {
+        Ok((args_file, args)) => Ok(Launch {
             program: bwrap_program.to_path_buf(),
             args,
             script: Some(script),
-            script_on_fd: true,
+            args_file: Some(args_file),
             temp_files: vec![],
             placeholders: plan.placeholders,
         }),
         Err(e) => {
             let _ = std::fs::remove_file(&script);
-            Err(e.into())
+            Err(e)
         }
     }
 }
@@ -212,34 +240,87 @@ pub fn bwrap_argv(
     bwrap_program: &Path,
     network: bool,
     argv: &[OsString],
-    protected: Vec<PathBuf>,
+    scan: &Scan,
 ) -> Result<Launch, LaunchError> {
-    let plan = plan_for(guard, network, None, protected);
+    let plan = plan_for(guard, network, None, scan);
     Ok(Launch {
         program: bwrap_program.to_path_buf(),
         args: bwrap::build(&plan, argv)?,
         script: None,
-        script_on_fd: false,
+        args_file: None,
         temp_files: vec![],
         placeholders: plan.placeholders,
     })
 }
 
-/// The macOS profile for `guard`: the same rules as the mount plan, as SBPL.
+/// pi's control surface as SBPL regexes, from `protected::TABLE`: name entries anywhere,
+/// git entries below every `.git` directory and below each other git dir in `git_dirs`
+/// (bare repositories, submodules' git dirs found by the scan).
+pub fn surface_regexes(git_dirs: &[PathBuf]) -> Vec<String> {
+    let mut out = Vec::new();
+    let regex_part = |pattern: &str| {
+        pattern
+            .split('/')
+            .map(|c| {
+                if c == "*" {
+                    "[^/]+".to_string()
+                } else {
+                    regex_escape(c)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("/")
+    };
+    for e in TABLE {
+        match e.place {
+            Place::Name(n) => out.push(format!("(^|/){}(/.*)?$", regex_escape(n))),
+            Place::Git(rel) => {
+                out.push(format!("/\\.git/{}(/.*)?$", regex_part(rel)));
+                for g in git_dirs {
+                    out.push(format!(
+                        "^{}/{}(/.*)?$",
+                        regex_escape(&g.to_string_lossy()),
+                        regex_part(rel)
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn regex_escape(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if "\\.+*?()|[]{}^$".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The macOS profile for `guard`: the same rules as the mount plan, as SBPL. Unlike mounts,
+/// SBPL matches paths that do not exist yet, so new names of the table are refused up front.
 pub fn seatbelt_policy(guard: &Guard, network: bool, tmp_dir: &Path) -> SeatbeltPolicy {
     let env = guard.env();
+    let scan = scan(guard);
+    let mut protected: Vec<PathBuf> = guard
+        .anchors()
+        .fixed_paths()
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    protected.push(env.cwd.join(".pi"));
+    protected.extend(scan.all().map(|f| f.path.clone()));
     let mut policy = SeatbeltPolicy {
         deny_read_dirs: vec![],
         deny_read_files: vec![],
         writable: vec![],
-        writable_exceptions: guard.session_dir_paths().map(Path::to_path_buf).collect(),
-        protected: vec![env.agent_dir.clone(), env.cwd.join(".pi")],
-        protected_regexes: vec![
-            r"(^|/)\.pi(/.*)?$".into(),
-            r"/\.git/hooks(/.*)?$".into(),
-            r"/\.git/config$".into(),
-            r"/\.git/(worktrees/[^/]+/)?config\.worktree$".into(),
-        ],
+        writable_exceptions: vec![],
+        protected,
+        protected_regexes: surface_regexes(&scan.git_dirs),
         network,
     };
     for p in guard.deny_read_paths() {
@@ -249,18 +330,13 @@ pub fn seatbelt_policy(guard: &Guard, network: bool, tmp_dir: &Path) -> Seatbelt
             FileKind::Dir | FileKind::Missing => policy.deny_read_dirs.push(p.to_path_buf()),
         }
     }
-    if guard.mode().value != Mode::ReadOnly {
-        policy
-            .writable
-            .extend(guard.allow_write_paths().map(Path::to_path_buf));
-        policy.writable.extend(mounts::worktree_git_dirs(&env.cwd));
-    }
+    let git_dirs = mounts::worktree_git_dirs(&env.cwd);
+    policy
+        .writable
+        .extend(mounts::writable_roots(guard, &git_dirs));
     // macOS resolves /tmp to /private/tmp, and the per-user temp dir lives in /private/var.
     let tmp = crate::paths::canonicalize(tmp_dir).unwrap_or_else(|_| tmp_dir.to_path_buf());
     policy.writable.extend([PathBuf::from("/private/tmp"), tmp]);
-    policy
-        .writable
-        .extend(guard.session_dir_paths().map(Path::to_path_buf));
     policy.protected_regexes.extend(
         guard
             .deny_write_globs()
@@ -279,7 +355,7 @@ pub fn seatbelt_bash(
     tmp_dir: &Path,
 ) -> Result<Launch, LaunchError> {
     let profile = seatbelt::build(&seatbelt_policy(guard, network, tmp_dir));
-    let profile_file = write_temp(tmp_dir, "pi-sandbox", ".sb", &profile)?;
+    let profile_file = write_temp(tmp_dir, "pi-sandbox", ".sb", profile.as_bytes())?;
     let script = match write_script(tmp_dir, command) {
         Ok(s) => s,
         Err(e) => {
@@ -297,7 +373,7 @@ pub fn seatbelt_bash(
             script.as_os_str().into(),
         ],
         script: Some(script),
-        script_on_fd: false,
+        args_file: None,
         temp_files: vec![profile_file],
         placeholders: vec![],
     })
@@ -313,15 +389,33 @@ mod tests {
         assert_eq!(sh_quote("it's"), r"'it'\''s'");
         let l = Launch {
             program: "/usr/bin/bwrap".into(),
-            args: vec!["--bind".into(), "/w/it's here".into(), "--".into()],
+            args: vec![
+                "--bind".into(),
+                "/w/it's here".into(),
+                "--".into(),
+                "bash".into(),
+            ],
             script: Some("/var/t/pi-bash-1-2-x.sh".into()),
-            script_on_fd: true,
+            args_file: Some("/var/t/it's-args".into()),
             temp_files: vec![],
             placeholders: vec!["/w/.pi".into()],
         };
+        // the arguments travel in the args file, not through the shell
         assert_eq!(
             l.shell_command().unwrap(),
-            r"mkdir -- '/w/.pi' 2>/dev/null; exec 3< '/var/t/pi-bash-1-2-x.sh' && rm -f -- '/var/t/pi-bash-1-2-x.sh' && exec '/usr/bin/bwrap' '--bind' '/w/it'\''s here' '--'"
+            r"exec 3< '/var/t/pi-bash-1-2-x.sh' 4< '/var/t/it'\''s-args' && rm -f -- '/var/t/pi-bash-1-2-x.sh' '/var/t/it'\''s-args' && exec '/usr/bin/bwrap' --args 4 '--' 'bash'"
+        );
+    }
+
+    #[test]
+    fn args_file_carries_any_bytes_nul_separated() {
+        use std::os::unix::ffi::OsStrExt;
+        let t = tempfile::tempdir().unwrap();
+        let odd = OsString::from(std::ffi::OsStr::from_bytes(b"/w/\xff\xfe name"));
+        let f = write_args_file(t.path(), &["--bind".into(), odd.clone(), odd]).unwrap();
+        assert_eq!(
+            std::fs::read(&f).unwrap(),
+            b"--bind\0/w/\xff\xfe name\0/w/\xff\xfe name\0"
         );
     }
 
@@ -329,12 +423,7 @@ mod tests {
     fn the_macos_profile_carries_the_same_rules_as_the_guard() {
         let t = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(t.path()).unwrap();
-        let env = crate::config::Env {
-            home: root.join("home"),
-            cwd: root.join("proj"),
-            agent_dir: root.join("home/.pi/agent"),
-            session_dir: None,
-        };
+        let env = crate::config::Env::under(&root);
         std::fs::create_dir_all(env.home.join(".ssh")).unwrap();
         std::fs::create_dir_all(&env.cwd).unwrap();
         let cfg = crate::config::merge(&env.auth_json(), &[]).unwrap();
@@ -363,7 +452,13 @@ mod tests {
             profile.contains(r#"(regex #"(^|/)[^/]*\.pem(/.*)?$")"#),
             "{profile}"
         );
-        assert!(profile.contains(&format!("(subpath \"{}\")", r("home/.pi/agent/sessions"))));
+        // the agent dir, sessions included, is never writable; `.git` entries come from the table
+        assert!(profile.contains(&format!("(subpath \"{}\")", r("home/.pi/agent"))));
+        assert!(!profile.contains("sessions"), "{profile}");
+        assert!(
+            profile.contains(r#"(regex #"/\.git/worktrees/[^/]+/commondir(/.*)?$")"#),
+            "{profile}"
+        );
         assert!(!profile.contains("(allow network*)"));
         assert_eq!(l.args[0], "-f");
         assert_eq!(

@@ -8,6 +8,7 @@ pub mod launch;
 pub mod paths;
 pub mod platform;
 pub mod policy;
+pub mod protected;
 pub mod session;
 pub mod tools;
 

@@ -214,9 +214,10 @@ fn is_unicode_space(c: char) -> bool {
     )
 }
 
-/// The path pi 0.73's file tools open for `raw` (`resolveToCwd` in pi's `path-utils`): strip
-/// one leading `@`, turn unicode spaces into spaces, expand `~` and `~/`, resolve against
-/// `cwd`. Not canonicalised: the kernel follows links when pi opens it, and so do we after.
+/// The path pi's file tools open for `raw` (`resolveToCwd` in pi's `path-utils`): strip
+/// one leading `@`, turn unicode spaces into spaces, expand `~` and `~/`; a relative path is
+/// resolved lexically against `cwd`, an absolute one is left alone. Not canonicalised: the
+/// kernel follows links when pi opens it, and so do we after.
 pub fn pi_tool_path(raw: &str, home: &Path, cwd: &Path) -> Result<PathBuf, PathError> {
     let stripped = raw.strip_prefix('@').unwrap_or(raw);
     let normalized: String = stripped
@@ -233,6 +234,11 @@ pub fn pi_tool_path(raw: &str, home: &Path, cwd: &Path) -> Result<PathBuf, PathE
     } else {
         PathBuf::from(&normalized)
     };
+    // pi hands an absolute path to the kernel as it is (`..` then applies after symlinks, as
+    // `canonicalize` does); only a relative one goes through Node's lexical `path.resolve`.
+    if expanded.is_absolute() {
+        return Ok(expanded);
+    }
     Ok(lexical_normalize(&cwd.join(expanded)))
 }
 
@@ -469,6 +475,15 @@ mod tests {
         assert_eq!(
             pi_tool_path("@@x", home, cwd).unwrap(),
             PathBuf::from("/work/p/@x")
+        );
+        // absolute: pi does not fold `..`, the kernel resolves it after links
+        assert_eq!(
+            pi_tool_path("/proc/self/cwd/../x", home, cwd).unwrap(),
+            PathBuf::from("/proc/self/cwd/../x")
+        );
+        assert_eq!(
+            pi_tool_path("~/l/../x", home, cwd).unwrap(),
+            PathBuf::from("/home/u/l/../x")
         );
     }
 

@@ -12,6 +12,7 @@ use crate::config::{self, Config, ConfigError, Env, Mode, Source, MODE_HELP};
 use crate::guard::{ApprovalMode, Decision, Guard, GuardError, Op, Step, Verdict};
 use crate::launch::{self, Launch, LaunchError};
 use crate::platform::detect::{self, Capability};
+use crate::platform::mounts::Scan;
 use crate::policy::{self, Adapter, BashDecision, BashRequest, Network};
 use crate::tools::{self, ToolCheck};
 
@@ -63,6 +64,68 @@ fn built(launch: Result<Launch, LaunchError>) -> Prepared {
             "Blocked: the sandbox for this command could not be set up: {e}"
         )),
     }
+}
+
+/// Creates the launch's placeholders: empty directories that become read-only mount points
+/// for protected names that do not exist yet (kept afterwards; see `Launch::placeholders`).
+fn create_placeholders(launch: &Launch) -> Result<(), LaunchError> {
+    for p in &launch.placeholders {
+        match std::fs::create_dir(p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => {
+                launch.discard();
+                return Err(LaunchError::Placeholder {
+                    path: p.clone(),
+                    message: e.to_string(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A protected file is protected as an inode: an allowed write to a file with several hard
+/// links is refused when one of its other names is on pi's control surface or matches
+/// denyWrite (the scan finds those names, as it does for bash's mounts).
+fn hard_link_check(guard: &Guard, decision: Decision) -> Decision {
+    use std::os::unix::fs::MetadataExt;
+    if decision.op != Op::Write || !decision.allowed() || !guard.active() {
+        return decision;
+    }
+    let linked =
+        std::fs::symlink_metadata(&decision.path).is_ok_and(|m| m.is_file() && m.nlink() > 1);
+    if !linked {
+        return decision;
+    }
+    let scan = launch::scan(guard);
+    let Some(found) = scan.protected.iter().find(|f| f.path == decision.path) else {
+        return decision;
+    };
+    let label = match &found.why {
+        crate::guard::Protection::DenyWrite(l) => l.clone(),
+        crate::guard::Protection::Surface(h) => format!("{} {}", h.entry.what, h.root.display()),
+    };
+    Decision {
+        verdict: Verdict::Deny,
+        rule: label.clone(),
+        source: Source::Mandatory.to_string(),
+        reason: format!(
+            "Blocked write to {}: it is a {label} (the same file under another name), and a write would change that file too. Remove this name first if you meant a separate file.",
+            decision.path.display()
+        ),
+        ..decision
+    }
+}
+
+fn blocked_reason(findings: &[Finding]) -> String {
+    let mut out = String::from(
+        "Blocked: an earlier sandboxed command left files on pi's control surface that the sandbox could not move aside, so no command runs until they are gone:",
+    );
+    for f in findings {
+        let _ = write!(out, "\n- {f}");
+    }
+    out
 }
 
 /// The outcome of preparing a command.
@@ -193,14 +256,25 @@ impl Session {
 
     pub fn check(&self, op: Op, path: &Path) -> Decision {
         match self.guard() {
-            Some(g) => g.check(op, path),
+            Some(g) => hard_link_check(g, g.check(op, path)),
             None => self.refused(op, path),
         }
     }
 
     pub fn explain(&self, op: Op, path: &Path) -> (Decision, Vec<Step>) {
         match self.guard() {
-            Some(g) => g.explain(op, path),
+            Some(g) => {
+                let (d, mut steps) = g.explain(op, path);
+                let checked = hard_link_check(g, d.clone());
+                if checked != d {
+                    steps.push(Step {
+                        rule: checked.rule.clone(),
+                        source: checked.source.clone(),
+                        matched: true,
+                    });
+                }
+                (checked, steps)
+            }
             None => (self.refused(op, path), vec![]),
         }
     }
@@ -208,7 +282,10 @@ impl Session {
     /// Checks a pi tool call; `None` when the tool is not a guarded file tool.
     pub fn check_tool(&self, tool: &str, input: &Value) -> Option<ToolCheck> {
         match self.guard() {
-            Some(g) => tools::check_tool(g, tool, input, &self.options.env.home),
+            Some(g) => tools::check_tool(g, tool, input, &self.options.env.home).map(|mut c| {
+                c.decision = hard_link_check(g, c.decision);
+                c
+            }),
             None if tools::GUARDED_TOOLS.contains(&tool) => Some(ToolCheck {
                 decision: self.refused(Op::Read, &self.options.env.cwd),
                 patch: None,
@@ -223,9 +300,7 @@ impl Session {
         let on = network == Network::On;
         self.prepare(
             network,
-            |guard, program, protected| {
-                launch::bwrap_bash(guard, program, on, command, &tmp, protected)
-            },
+            |guard, program, scan| launch::bwrap_bash(guard, program, on, command, &tmp, scan),
             Some(&|guard: &Guard, program: &Path| {
                 launch::seatbelt_bash(guard, program, on, command, &tmp)
             }),
@@ -236,8 +311,8 @@ impl Session {
     pub fn prepare_argv(&self, argv: &[std::ffi::OsString], network: Network) -> Prepared {
         self.prepare(
             network,
-            |guard, program, protected| {
-                launch::bwrap_argv(guard, program, network == Network::On, argv, protected)
+            |guard, program, scan| {
+                launch::bwrap_argv(guard, program, network == Network::On, argv, scan)
             },
             None,
         )
@@ -247,7 +322,7 @@ impl Session {
     fn prepare(
         &self,
         network: Network,
-        bwrap: impl FnOnce(&Guard, &Path, Vec<PathBuf>) -> Result<Launch, LaunchError>,
+        bwrap: impl FnOnce(&Guard, &Path, &Scan) -> Result<Launch, LaunchError>,
         seatbelt: Option<SeatbeltBuild>,
     ) -> Prepared {
         let guard = match self.guard() {
@@ -273,13 +348,22 @@ impl Session {
                 },
                 Capability::Bwrap { program },
             ) => {
-                let protected = launch::scan(guard);
                 let mut auditor = self.auditor.borrow_mut();
-                auditor.baseline(&protected);
-                let launch = bwrap(guard, program, protected);
+                // Fail closed: what an earlier command left that could not be neutralised
+                // blocks every command until it is gone or safe.
+                let blocking = auditor.retry_blocked();
+                if !blocking.is_empty() {
+                    return Prepared::Denied(blocked_reason(&blocking));
+                }
+                let scan = launch::scan(guard);
+                auditor.baseline(&scan);
+                let launch = bwrap(guard, program, &scan).and_then(|l| {
+                    create_placeholders(&l)?;
+                    Ok(l)
+                });
                 // Placeholders are ours: the audit must not take them for the command's work.
                 if let Ok(l) = &launch {
-                    auditor.baseline(&l.placeholders);
+                    auditor.baseline_paths(&l.placeholders);
                 }
                 built(launch)
             }
@@ -312,9 +396,7 @@ impl Session {
             return vec![];
         }
         let now = launch::scan(guard);
-        self.auditor
-            .borrow_mut()
-            .after(&now, |p| guard.is_control_surface(p))
+        self.auditor.borrow_mut().after(&now)
     }
 
     /// The effective mode: the session's choice, else the config's, else read-write.

@@ -14,6 +14,9 @@ use crate::platform::mounts::{MountKind, MountPlan};
 /// The fd on which the outer shell passes the command's script to bwrap.
 pub const SCRIPT_FD: u32 = 3;
 
+/// The fd on which the outer shell passes bwrap its arguments (`--args`).
+pub const ARGS_FD: u32 = 4;
+
 /// Linux's ARG_MAX is usually 2 MiB for argv + envp together; stay well under it so that
 /// the environment still fits.
 pub const MAX_ARGV_BYTES: usize = 1024 * 1024;
@@ -121,6 +124,9 @@ pub fn build(plan: &MountPlan, command: &[OsString]) -> Result<Vec<OsString>, Bw
             script.into(),
         ]);
     }
+    // The host's TMPDIR is read-only or invisible inside; mktemp and friends need one that
+    // is writable: the private /tmp.
+    args.extend(["--setenv", "TMPDIR", "/tmp"].map(OsString::from));
     check(&plan.cwd)?;
     args.push("--chdir".into());
     args.push(plan.cwd.as_os_str().into());
@@ -186,6 +192,7 @@ mod tests {
             --ro-bind /dev/null /home/u/.pi/agent/auth.json
             --bind /home/u/.pi/agent/sessions /home/u/.pi/agent/sessions
             --ro-bind-data 3 /tmp/pi-bash-1-2-abc.sh
+            --setenv TMPDIR /tmp
             --chdir /w/proj/src
             -- bash -l /tmp/pi-bash-1-2-abc.sh"
             .split_whitespace()

@@ -1,0 +1,418 @@
+//! The one table of pi's control surface: every file or directory that pi or git later reads,
+//! loads or runs on the host, outside the sandbox. The path guard, the bash mount plan, the
+//! macOS profile and the audit all read this table, so adding an entry protects it everywhere.
+//!
+//! Git's entries come from gitrepository-layout(5): the files git reads configuration or
+//! programs from. Git's data (objects, refs, logs, index, HEAD, packed-refs, lock files,
+//! rebase and merge state) is not listed, so commit, rebase, merge, stash, fetch and
+//! `worktree add` keep working inside the sandbox.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::path::{Component, Path, PathBuf};
+
+/// Where an entry lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// pi's agent dir and everything in it.
+    AgentDir,
+    /// `$PI_CODING_AGENT_SESSION_DIR`, when set.
+    SessionDir,
+    /// A file or directory with this name, anywhere.
+    Name(&'static str),
+    /// A path below the home directory.
+    Home(&'static str),
+    /// A path inside a git directory (a `.git` directory, a bare repository, a submodule's
+    /// git dir under `modules/`); `*` stands for exactly one component.
+    Git(&'static str),
+}
+
+/// How bash keeps an entry from being changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// Bound read-only when it exists; what a command creates is audited afterwards.
+    Mount,
+    /// Checked after every command instead of mounted: git must be able to remove the
+    /// directory holding it (`git worktree remove`), which a mount point would prevent.
+    Audit,
+}
+
+/// What the audit does with an entry a command created or changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnChange {
+    /// Moved aside: pi or git would load it.
+    MoveAside,
+    /// Moved aside unless it is an empty directory (nothing to load).
+    MoveUnlessEmpty,
+    /// Moved aside if it holds a hook git would run (anything but `*.sample`).
+    MoveIfLiveHooks,
+    /// Moved aside if it sets a git config key outside the safe list.
+    MoveIfUnsafeGitConfig,
+    /// Moved aside unless it holds exactly this line (git's own value).
+    MoveUnlessContent(&'static str),
+    /// Git rewrites it itself and nothing runs from it: accepted.
+    Accept,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub place: Place,
+    pub keep: Keep,
+    pub on_change: OnChange,
+    /// When missing, created empty as a read-only mount point so a command cannot create it
+    /// (the project's `.pi`, the hooks directory of each existing git dir).
+    pub placeholder: bool,
+    /// Short name for rule labels.
+    pub what: &'static str,
+    /// Why the agent may never change it.
+    pub why: &'static str,
+}
+
+const fn entry(
+    place: Place,
+    keep: Keep,
+    on_change: OnChange,
+    placeholder: bool,
+    what: &'static str,
+    why: &'static str,
+) -> Entry {
+    Entry {
+        place,
+        keep,
+        on_change,
+        placeholder,
+        what,
+        why,
+    }
+}
+
+use Keep::{Audit, Mount};
+use OnChange::*;
+use Place::{AgentDir, Git, Home, Name, SessionDir};
+
+const RC: &str = "a shell start-up file: your shell runs it on the host";
+const GIT_CONFIG: &str = "git config: keys like core.hooksPath, core.fsmonitor, aliases and filters run commands on the host the next time you use git";
+
+pub static TABLE: &[Entry] = &[
+    entry(AgentDir, Mount, MoveAside, false, "pi agent dir",
+        "pi's agent dir: settings, models, credentials, extensions, session transcripts, the sandbox config and approvals; pi reads, appends to and runs them on the host"),
+    entry(SessionDir, Mount, MoveAside, false, "pi session dir",
+        "pi's session transcripts: pi appends to them on the host (following a planted link) and reloads them"),
+    entry(Name(".pi"), Mount, MoveUnlessEmpty, true, ".pi directory",
+        "a .pi directory: pi loads settings and extensions from it, unsandboxed, when started there"),
+    entry(Home(".bashrc"), Mount, MoveAside, false, "shell rc file", RC),
+    entry(Home(".bash_profile"), Mount, MoveAside, false, "shell rc file", RC),
+    entry(Home(".bash_login"), Mount, MoveAside, false, "shell rc file", RC),
+    entry(Home(".bash_logout"), Mount, MoveAside, false, "shell rc file", RC),
+    entry(Home(".profile"), Mount, MoveAside, false, "shell rc file", RC),
+    entry(Home(".zshrc"), Mount, MoveAside, false, "shell rc file", RC),
+    entry(Home(".zshenv"), Mount, MoveAside, false, "shell rc file", RC),
+    entry(Home(".zprofile"), Mount, MoveAside, false, "shell rc file", RC),
+    entry(Home(".zlogin"), Mount, MoveAside, false, "shell rc file", RC),
+    entry(Home(".config/fish"), Mount, MoveAside, false, "shell rc file", RC),
+    entry(Home(".gitconfig"), Mount, MoveIfUnsafeGitConfig, false, "global git config", GIT_CONFIG),
+    entry(Home(".config/git"), Mount, MoveAside, false, "global git config", GIT_CONFIG),
+    entry(Home(".ssh"), Mount, MoveAside, false, "ssh config",
+        "ssh's config and authorized keys: ProxyCommand runs commands, authorized_keys grants logins"),
+    entry(Home(".local/bin"), Mount, MoveAside, false, "user bin directory",
+        "programs here come first on PATH and run on the host in place of the real ones"),
+    entry(Home(".config/systemd"), Mount, MoveAside, false, "systemd user units",
+        "user services start on the host"),
+    entry(Home(".config/autostart"), Mount, MoveAside, false, "autostart entries",
+        "programs here start on the host at login"),
+    entry(Git("config"), Mount, MoveIfUnsafeGitConfig, false, "git config", GIT_CONFIG),
+    entry(Git("config.worktree"), Mount, MoveIfUnsafeGitConfig, false, "git config", GIT_CONFIG),
+    entry(Git("hooks"), Mount, MoveIfLiveHooks, true, "git hooks",
+        "git runs these hooks on the host at commit, merge, checkout and push"),
+    entry(Git("commondir"), Mount, MoveAside, false, "git commondir",
+        "it tells git to read its config and hooks from another directory"),
+    entry(Git("objects/info/alternates"), Mount, MoveAside, false, "git alternates",
+        "it makes git read objects from another repository"),
+    entry(Git("worktrees/*/config.worktree"), Audit, MoveIfUnsafeGitConfig, false, "git config", GIT_CONFIG),
+    entry(Git("worktrees/*/commondir"), Audit, MoveUnlessContent("../.."), false, "git commondir",
+        "it tells git to read a worktree's config and hooks from another directory"),
+    entry(Git("worktrees/*/gitdir"), Audit, Accept, false, "git worktree back-link",
+        "git's record of where a worktree lives; the sandbox trusts worktrees through it"),
+];
+
+/// The entries that take part in the name walk (everything but the fixed locations).
+pub fn git_entries() -> impl Iterator<Item = &'static Entry> {
+    TABLE.iter().filter(|e| matches!(e.place, Git(_)))
+}
+
+/// The directories the table is anchored at, for one session (canonical).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Anchors {
+    pub home: PathBuf,
+    pub agent_dir: PathBuf,
+    pub session_dir: Option<PathBuf>,
+}
+
+/// A table entry that covers a path, and the protected path itself (the path or an
+/// ancestor of it: `.../.git/hooks` for `.../.git/hooks/pre-commit`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hit {
+    pub entry: &'static Entry,
+    pub root: PathBuf,
+}
+
+/// Splits a table pattern into its components.
+fn pattern_parts(pattern: &str) -> impl Iterator<Item = &str> {
+    pattern.split('/').filter(|p| !p.is_empty())
+}
+
+/// Whether `rel` (relative to a git dir) is `pattern` or lies below it; returns how many
+/// components of `rel` the pattern took.
+fn git_match(pattern: &str, rel: &[&OsStr]) -> Option<usize> {
+    let mut n = 0;
+    for part in pattern_parts(pattern) {
+        let c = rel.get(n)?;
+        if part != "*" && OsStr::new(part) != *c {
+            return None;
+        }
+        n += 1;
+    }
+    Some(n)
+}
+
+impl Anchors {
+    /// The first table entry covering `path` (canonical), deciding git dirs with
+    /// `is_git_dir`. Pure: the caller says what is on disk.
+    pub fn classify(&self, path: &Path, is_git_dir: &mut dyn FnMut(&Path) -> bool) -> Option<Hit> {
+        let hit = |entry: &'static Entry, root: &Path| {
+            Some(Hit {
+                entry,
+                root: root.to_path_buf(),
+            })
+        };
+        for entry in TABLE {
+            match entry.place {
+                AgentDir if path.starts_with(&self.agent_dir) => {
+                    return hit(entry, &self.agent_dir)
+                }
+                SessionDir => {
+                    if let Some(d) = self.session_dir.as_ref().filter(|d| path.starts_with(d)) {
+                        return hit(entry, d);
+                    }
+                }
+                Home(rel) => {
+                    let p = self.home.join(rel);
+                    if path.starts_with(&p) {
+                        return hit(entry, &p);
+                    }
+                }
+                _ => {}
+            }
+        }
+        // Name entries: the outermost matching ancestor is the protected path.
+        let mut by_name = None;
+        for a in path.ancestors() {
+            if let Some(name) = a.file_name() {
+                if let Some(e) = TABLE
+                    .iter()
+                    .find(|e| matches!(e.place, Name(n) if OsStr::new(n) == name))
+                {
+                    by_name = Some((e, a));
+                }
+            }
+        }
+        if let Some((e, a)) = by_name {
+            return hit(e, a);
+        }
+        // Git entries, relative to each git dir among the ancestors (nearest first: a
+        // submodule's git dir sits inside its parent's).
+        let comps: Vec<&OsStr> = path
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(n) => Some(n),
+                _ => None,
+            })
+            .collect();
+        let mut dir = PathBuf::from("/");
+        let mut git_dirs = Vec::new();
+        for (i, c) in comps.iter().enumerate() {
+            if is_git_dir(&dir) {
+                git_dirs.push((i, dir.clone()));
+            }
+            dir.push(c);
+        }
+        for (i, g) in git_dirs.iter().rev() {
+            let rel = &comps[*i..];
+            for e in git_entries() {
+                if let Git(pattern) = e.place {
+                    if let Some(n) = git_match(pattern, rel) {
+                        let mut root = g.clone();
+                        root.extend(&rel[..n]);
+                        return hit(e, &root);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Fixed locations of the table (not name or git entries), for layers that mount or
+    /// list paths.
+    pub fn fixed_paths(&self) -> Vec<(PathBuf, &'static Entry)> {
+        let mut out = Vec::new();
+        for e in TABLE {
+            match e.place {
+                AgentDir => out.push((self.agent_dir.clone(), e)),
+                SessionDir => {
+                    if let Some(d) = &self.session_dir {
+                        out.push((d.clone(), e));
+                    }
+                }
+                Home(rel) => out.push((self.home.join(rel), e)),
+                Name(_) | Git(_) => {}
+            }
+        }
+        out
+    }
+}
+
+/// Whether `dir` is a git directory as git itself tells one: a directory named `.git` (also
+/// one not created yet), one holding `HEAD`, `objects/` and `refs/` (a bare repository, a
+/// submodule's git dir), or a directory directly inside a git dir's `modules/`.
+pub fn is_git_dir_on_disk(dir: &Path) -> bool {
+    let kind = |p: &Path| std::fs::symlink_metadata(p).ok().map(|m| m.file_type());
+    if dir.file_name() == Some(OsStr::new(".git")) {
+        return kind(dir).is_none_or(|t| t.is_dir());
+    }
+    let Some(t) = kind(dir) else {
+        // Not made yet: only a submodule's git dir is known by where it will be.
+        return in_modules_of_git_dir(dir);
+    };
+    if !t.is_dir() {
+        return false;
+    }
+    (kind(&dir.join("HEAD")).is_some_and(|t| t.is_file() || t.is_symlink())
+        && kind(&dir.join("objects")).is_some_and(|t| t.is_dir())
+        && kind(&dir.join("refs")).is_some_and(|t| t.is_dir()))
+        || in_modules_of_git_dir(dir)
+}
+
+/// `<git dir>/modules/<name>`: where git keeps a submodule's git dir.
+fn in_modules_of_git_dir(dir: &Path) -> bool {
+    match (dir.parent(), dir.parent().and_then(Path::parent)) {
+        (Some(p), Some(gp)) if p.file_name() == Some(OsStr::new("modules")) => {
+            is_git_dir_on_disk(gp)
+        }
+        _ => false,
+    }
+}
+
+/// `is_git_dir_on_disk` with answers kept, for walks that ask about the same ancestors
+/// again and again.
+#[derive(Default)]
+pub struct GitDirCache(HashMap<PathBuf, bool>);
+
+impl GitDirCache {
+    pub fn is_git_dir(&mut self, dir: &Path) -> bool {
+        if let Some(&v) = self.0.get(dir) {
+            return v;
+        }
+        let v = is_git_dir_on_disk(dir);
+        self.0.insert(dir.to_path_buf(), v);
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn anchors() -> Anchors {
+        Anchors {
+            home: "/h".into(),
+            agent_dir: "/h/.pi/agent".into(),
+            session_dir: Some("/s".into()),
+        }
+    }
+
+    fn what(path: &str, git_dirs: &[&str]) -> Option<(&'static str, PathBuf)> {
+        let mut is_git = |p: &Path| git_dirs.iter().any(|g| Path::new(g) == p);
+        anchors()
+            .classify(Path::new(path), &mut is_git)
+            .map(|h| (h.entry.what, h.root))
+    }
+
+    #[test]
+    fn every_git_entry_is_found_relative_to_any_git_dir() {
+        let g = &["/w/.git", "/w/bare", "/w/.git/modules/sub"];
+        assert_eq!(what("/w/.git/config", g).unwrap().0, "git config");
+        assert_eq!(
+            what("/w/.git/hooks/pre-commit", g).unwrap(),
+            ("git hooks", PathBuf::from("/w/.git/hooks"))
+        );
+        assert_eq!(what("/w/bare/hooks/pre-receive", g).unwrap().0, "git hooks");
+        assert_eq!(
+            what("/w/.git/modules/sub/config", g).unwrap().0,
+            "git config"
+        );
+        assert_eq!(
+            what("/w/.git/worktrees/x/commondir", g).unwrap().0,
+            "git commondir"
+        );
+        assert_eq!(what("/w/.git/commondir", g).unwrap().0, "git commondir");
+        assert_eq!(
+            what("/w/.git/objects/info/alternates", g).unwrap().0,
+            "git alternates"
+        );
+        // git's data stays writable
+        for data in [
+            "/w/.git/index",
+            "/w/.git/HEAD",
+            "/w/.git/refs/heads/main",
+            "/w/.git/objects/ab/cdef",
+            "/w/.git/worktrees/x/HEAD",
+            "/w/.git/modules/sub/index",
+            "/w/.git/rebase-merge/done",
+            "/w/src/config",
+        ] {
+            assert_eq!(what(data, g), None, "{data}");
+        }
+        // not a git dir: an ordinary `config` file
+        assert_eq!(what("/w/notgit/config", g), None);
+    }
+
+    #[test]
+    fn names_home_files_and_pi_dirs() {
+        assert_eq!(
+            what("/w/a/.pi/b/.pi/x", &[]).unwrap(),
+            (".pi directory", PathBuf::from("/w/a/.pi"))
+        );
+        assert_eq!(what("/h/.bashrc", &[]).unwrap().0, "shell rc file");
+        assert_eq!(
+            what("/h/.pi/agent/sessions/a.jsonl", &[]).unwrap().0,
+            "pi agent dir"
+        );
+        assert_eq!(what("/s/x.jsonl", &[]).unwrap().0, "pi session dir");
+        assert_eq!(what("/h/proj/.bashrc", &[]), None);
+    }
+
+    #[test]
+    fn git_dir_detection_on_disk() {
+        let t = tempfile::tempdir().unwrap();
+        let r = t.path();
+        std::fs::create_dir_all(r.join("bare/objects")).unwrap();
+        std::fs::create_dir_all(r.join("bare/refs")).unwrap();
+        std::fs::write(r.join("bare/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::create_dir_all(r.join("bare/modules/s")).unwrap();
+        std::fs::create_dir_all(r.join("plain")).unwrap();
+        std::fs::write(r.join("wt.git"), "").unwrap();
+        std::fs::create_dir_all(r.join("f")).unwrap();
+        std::fs::write(r.join("f/.git"), "gitdir: /x\n").unwrap();
+        assert!(is_git_dir_on_disk(&r.join("bare")));
+        assert!(is_git_dir_on_disk(&r.join("bare/modules/s")));
+        assert!(
+            is_git_dir_on_disk(&r.join("new/.git")),
+            "a .git not made yet"
+        );
+        assert!(!is_git_dir_on_disk(&r.join("plain")));
+        assert!(
+            !is_git_dir_on_disk(&r.join("f/.git")),
+            "a gitfile is not a dir"
+        );
+    }
+}
