@@ -26,6 +26,14 @@ export declare class Sandbox {
    * first if they changed. Null for tools the path guard does not cover.
    */
   checkTool(tool: string, input: any): JsToolDecision | null
+  /** pi's read tool backend: the file the guard judged, opened without following links. */
+  readFile(path: string): Buffer
+  /** pi's write and edit backend: replaces the judged file's content (UTF-8 text). */
+  writeFile(path: string, content: string): void
+  /** pi's access check: readable (and writable when `write`), judged and opened the same way. */
+  accessFile(path: string, write?: boolean | undefined | null): void
+  /** pi's write creates the file's directory first; judged as a write of that directory. */
+  mkdir(dir: string): void
   /** Re-reads the config files now. */
   reload(): void
   /** "read-only" | "read-write" | "yolo" */

@@ -15,14 +15,18 @@ import {
 	getAgentDir,
 	SettingsManager,
 } from "@mariozechner/pi-coding-agent";
+import { constants as fsConstants, promises as fs } from "node:fs";
 import type {
 	BashOperations,
+	EditOperations,
 	ExtensionAPI,
 	ExtensionContext,
+	ReadOperations,
 	ToolDefinition,
+	WriteOperations,
 } from "@mariozechner/pi-coding-agent";
 import { addonLoadFailure, askApproval, showStatus, sandboxReport } from "./ui.ts";
-import type { SandboxAddon, SandboxHandle } from "./ui.ts";
+import type { FileBackend, SandboxAddon, SandboxHandle } from "./ui.ts";
 
 const GUARDED = new Set(["read", "write", "edit", "grep", "find", "ls"]);
 
@@ -36,22 +40,43 @@ function loadAddon(): { addon?: SandboxAddon; error?: string } {
 }
 
 /**
- * pi's own file tools, unchanged except that they run sequentially. pi checks a parallel batch
+ * pi's own file tools, with two changes. They run sequentially: pi checks a parallel batch
  * (tool_call) before running any of it, so `[bash "ln -s ~/.ssh/id_rsa x", read "x"]` would be
- * checked while x did not exist yet. A batch holding a sequential tool runs call by call, each
- * checked right before it runs, after the previous one finished.
+ * checked while x did not exist yet; a batch holding a sequential tool runs call by call, each
+ * checked right before it runs. And read, write and edit open files through the Rust core
+ * (`backend`): each operation is judged again and opens exactly the file judged, refusing a
+ * symlink swapped in since (by a bash command running at the same moment).
  */
-function registerSequentialFileTools(pi: ExtensionAPI, cwd: string) {
+function registerGuardedFileTools(pi: ExtensionAPI, cwd: string, backend: () => FileBackend | undefined) {
 	let autoResizeImages = true;
 	try {
 		autoResizeImages = SettingsManager.create(cwd, getAgentDir()).getImageAutoResize();
 	} catch {
 		// pi reports unreadable settings itself; keep its default.
 	}
+	/** The Rust backend, or pi's own fs when protection is off. */
+	const via = async <T>(guarded: (b: FileBackend) => T | Promise<T>, plain: () => Promise<T>): Promise<T> => {
+		const b = backend();
+		return b ? guarded(b) : plain();
+	};
+	const readOperations: ReadOperations = {
+		readFile: (p) => via<Buffer>((b) => b.readFile(p), () => fs.readFile(p)),
+		access: (p) => via((b) => b.accessFile(p, false), () => fs.access(p, fsConstants.R_OK)),
+		detectImageMimeType: async (p) => imageMimeType(await readOperations.readFile(p)),
+	};
+	const writeOperations: WriteOperations = {
+		writeFile: (p, content) => via((b) => b.writeFile(p, content), () => fs.writeFile(p, content, "utf-8")),
+		mkdir: (dir) => via((b) => b.mkdir(dir), () => fs.mkdir(dir, { recursive: true }).then(() => undefined)),
+	};
+	const editOperations: EditOperations = {
+		readFile: readOperations.readFile,
+		writeFile: writeOperations.writeFile,
+		access: (p) => via((b) => b.accessFile(p, true), () => fs.access(p, fsConstants.R_OK | fsConstants.W_OK)),
+	};
 	const definitions: ToolDefinition<any, any, any>[] = [
-		createReadToolDefinition(cwd, { autoResizeImages }),
-		createWriteToolDefinition(cwd),
-		createEditToolDefinition(cwd),
+		createReadToolDefinition(cwd, { autoResizeImages, operations: readOperations }),
+		createWriteToolDefinition(cwd, { operations: writeOperations }),
+		createEditToolDefinition(cwd, { operations: editOperations }),
 		createGrepToolDefinition(cwd),
 		createFindToolDefinition(cwd),
 		createLsToolDefinition(cwd),
@@ -61,12 +86,27 @@ function registerSequentialFileTools(pi: ExtensionAPI, cwd: string) {
 	}
 }
 
+/** The image types pi's read tool shows as images, by their first bytes. */
+function imageMimeType(bytes: Buffer): string | null {
+	if (bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return "image/png";
+	if (bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return "image/jpeg";
+	if (bytes.subarray(0, 4).toString("latin1") === "GIF8") return "image/gif";
+	if (bytes.subarray(0, 4).toString("latin1") === "RIFF" && bytes.subarray(8, 12).toString("latin1") === "WEBP") return "image/webp";
+	return null;
+}
+
 export default function sandboxExtension(pi: ExtensionAPI) {
 	const { addon, error: addonError } = loadAddon();
 	const startCwd = process.cwd();
-	registerSequentialFileTools(pi, startCwd);
 	let sandbox: SandboxHandle | undefined;
 	let sandboxCwd: string | undefined;
+	registerGuardedFileTools(pi, startCwd, () => {
+		if (disabledByFlag()) return undefined;
+		if (!addon) throw new Error(addonLoadFailure(addonError));
+		sandbox ??= addon.Sandbox.load({ cwd: startCwd });
+		sandboxCwd ??= startCwd;
+		return sandbox;
+	});
 
 	pi.registerFlag("no-sandbox", {
 		description: "Turn the pi-sandbox-rs path guard off for this session",

@@ -5,6 +5,7 @@ pub mod audit;
 pub mod config;
 pub mod guard;
 pub mod launch;
+pub mod open;
 pub mod paths;
 pub mod platform;
 pub mod policy;
@@ -21,7 +22,7 @@ use serde_json::Value;
 use crate::config::{Env, Mode};
 use crate::guard::{Decision, Op, Step};
 use crate::policy::Network;
-use crate::session::{Options, Prepared, Session};
+use crate::session::{FileOpError, Options, Prepared, Session};
 
 /// A JS error whose `code` is our stable code (e.g. `E_BAD_MODE`).
 fn js_error(code: &str, message: impl Into<String>) -> Error<String> {
@@ -184,6 +185,32 @@ fn js_prepared(p: Prepared) -> napi::Result<JsPrepared, String> {
     })
 }
 
+/// A file operation's failure as a JS error: `E_BLOCKED` (the guard's reason), `E_CHANGED`
+/// (a link appeared on the judged path), or the errno name Node would use (`ENOENT`, ...).
+fn file_op_error(e: FileOpError) -> Error<String> {
+    use crate::open::OpenError;
+    match e {
+        FileOpError::Blocked(reason) => js_error("E_BLOCKED", reason),
+        FileOpError::Open(e @ OpenError::Changed { .. }) => js_error("E_CHANGED", e.to_string()),
+        FileOpError::Open(e @ OpenError::HardLinked { .. }) => js_error("E_BLOCKED", e.to_string()),
+        FileOpError::Open(e @ OpenError::NotRegular { .. }) => js_error("EISDIR", e.to_string()),
+        FileOpError::Open(OpenError::Io { path, source }) => {
+            let code = match source.raw_os_error() {
+                Some(libc::ENOENT) => "ENOENT",
+                Some(libc::EACCES) => "EACCES",
+                Some(libc::EPERM) => "EPERM",
+                Some(libc::EISDIR) => "EISDIR",
+                Some(libc::ENOTDIR) => "ENOTDIR",
+                Some(libc::EROFS) => "EROFS",
+                Some(libc::ENOSPC) => "ENOSPC",
+                Some(libc::EEXIST) => "EEXIST",
+                _ => "EIO",
+            };
+            js_error(code, format!("{code}: {source}, open '{}'", path.display()))
+        }
+    }
+}
+
 fn parse_op(op: &str) -> napi::Result<Op, String> {
     Op::parse(op).ok_or_else(|| {
         js_error(
@@ -246,6 +273,12 @@ impl Sandbox {
         })
     }
 
+    /// A path as pi's tools hand it over (absolute already; relative ones against the cwd).
+    fn tool_path(&self, path: &str) -> napi::Result<PathBuf, String> {
+        let env = self.session.env();
+        absolute(path, &env.cwd, &env.home)
+    }
+
     /// Decides a read or write of `path` (relative paths resolve against the session cwd).
     #[napi]
     pub fn check(&self, op: String, path: String) -> napi::Result<JsDecision, String> {
@@ -284,6 +317,41 @@ impl Sandbox {
                 patch_value,
             }
         })
+    }
+
+    /// pi's read tool backend: the file the guard judged, opened without following links.
+    #[napi]
+    pub fn read_file(&self, path: String) -> napi::Result<napi::bindgen_prelude::Buffer, String> {
+        let p = self.tool_path(&path)?;
+        self.session
+            .read_file(&p)
+            .map(Into::into)
+            .map_err(file_op_error)
+    }
+
+    /// pi's write and edit backend: replaces the judged file's content (UTF-8 text).
+    #[napi]
+    pub fn write_file(&self, path: String, content: String) -> napi::Result<(), String> {
+        let p = self.tool_path(&path)?;
+        self.session
+            .write_file(&p, content.as_bytes())
+            .map_err(file_op_error)
+    }
+
+    /// pi's access check: readable (and writable when `write`), judged and opened the same way.
+    #[napi]
+    pub fn access_file(&self, path: String, write: Option<bool>) -> napi::Result<(), String> {
+        let p = self.tool_path(&path)?;
+        self.session
+            .access_file(&p, write.unwrap_or(false))
+            .map_err(file_op_error)
+    }
+
+    /// pi's write creates the file's directory first; judged as a write of that directory.
+    #[napi]
+    pub fn mkdir(&self, dir: String) -> napi::Result<(), String> {
+        let p = self.tool_path(&dir)?;
+        self.session.mkdir(&p).map_err(file_op_error)
     }
 
     /// Re-reads the config files now.

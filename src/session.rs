@@ -11,6 +11,7 @@ use crate::audit::{Auditor, Finding};
 use crate::config::{self, Config, ConfigError, Env, Mode, Source, MODE_HELP};
 use crate::guard::{ApprovalMode, Decision, Guard, GuardError, Op, Step, Verdict};
 use crate::launch::{self, Launch, LaunchError};
+use crate::open::{self, OpenError};
 use crate::platform::detect::{self, Capability};
 use crate::platform::mounts::Scan;
 use crate::policy::{self, Adapter, BashDecision, BashRequest, Network};
@@ -126,6 +127,20 @@ fn blocked_reason(findings: &[Finding]) -> String {
         let _ = write!(out, "\n- {f}");
     }
     out
+}
+
+/// Why one of pi's file operations did not happen.
+#[derive(Debug)]
+pub enum FileOpError {
+    /// The guard refused it; the reason says why and how to change that.
+    Blocked(String),
+    Open(OpenError),
+}
+
+impl From<OpenError> for FileOpError {
+    fn from(e: OpenError) -> Self {
+        FileOpError::Open(e)
+    }
 }
 
 /// The outcome of preparing a command.
@@ -292,6 +307,43 @@ impl Session {
             }),
             None => None,
         }
+    }
+
+    /// The judged file for one of pi's file-tool operations: refused with the guard's reason
+    /// when denied ("prompt" was already answered in pi's tool_call handler).
+    fn judged(&self, op: Op, path: &Path) -> Result<Decision, FileOpError> {
+        let d = self.check(op, path);
+        if d.verdict == Verdict::Deny {
+            return Err(FileOpError::Blocked(d.reason));
+        }
+        Ok(d)
+    }
+
+    /// pi's read: the file the guard judged, opened without following links.
+    pub fn read_file(&self, path: &Path) -> Result<Vec<u8>, FileOpError> {
+        let d = self.judged(Op::Read, path)?;
+        Ok(open::read(&d.path)?)
+    }
+
+    /// pi's write and edit: the judged file's content replaced, links refused.
+    pub fn write_file(&self, path: &Path, content: &[u8]) -> Result<(), FileOpError> {
+        let d = self.judged(Op::Write, path)?;
+        Ok(open::write(&d.path, content, open::link_count(&d.path))?)
+    }
+
+    /// pi's `access` before a read (or an edit, which reads and writes).
+    pub fn access_file(&self, path: &Path, write: bool) -> Result<(), FileOpError> {
+        let d = self.judged(Op::Read, path)?;
+        if write {
+            self.judged(Op::Write, path)?;
+        }
+        Ok(open::access(&d.path, write)?)
+    }
+
+    /// pi's write creates the file's directory first: judged as a write of the directory.
+    pub fn mkdir(&self, dir: &Path) -> Result<(), FileOpError> {
+        let d = self.judged(Op::Write, dir)?;
+        Ok(open::mkdir_all(&d.path)?)
     }
 
     /// How a shell command runs: the policy's decision, and for a sandboxed run the launch.
