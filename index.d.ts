@@ -58,6 +58,11 @@ export declare class Sandbox {
    * aside; returns one sentence per finding (empty when all is well).
    */
   auditAfterCommand(): Array<string>
+  /**
+   * For a sandboxed command's output: one sentence for each path an error line reports as
+   * read-only or busy that the sandbox keeps so, with the rule and how to change it.
+   */
+  explainWriteFailures(output: string): Array<string>
   /** The effective configuration as text, each value with the file it came from. */
   describe(): string
 }

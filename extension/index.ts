@@ -196,6 +196,15 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		return findings.map((f) => `\n[pi-sandbox] ${f}`).join("");
 	}
 
+	/** Why the paths the command's errors name are read-only; "" if none is the sandbox's doing. */
+	function explainNote(output: string): string {
+		if (disabledByFlag() || !sandbox || !/Read-only file system|Device or resource busy/.test(output)) return "";
+		return sandbox
+			.explainWriteFailures(output)
+			.map((n) => `\n[pi-sandbox] ${n}`)
+			.join("");
+	}
+
 	/**
 	 * pi's own exec, behind the sandbox: prepare, run, audit, as one step of the queue. A
 	 * refused command throws for the bash tool (pi reports the reason as the tool's error)
@@ -211,10 +220,16 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 					options.onData(Buffer.from(`${wrapped.message}\n`));
 					return { exitCode: 126 };
 				}
+				// The tail of the output, to say which read-only paths its errors are about.
+				let tail = "";
+				const onData = (data: Buffer) => {
+					tail = (tail + data.toString("utf8")).slice(-65536);
+					options.onData(data);
+				};
 				try {
-					return await local.exec(wrapped, cwd, options);
+					return await local.exec(wrapped, cwd, { ...options, onData });
 				} finally {
-					const note = auditNote();
+					const note = explainNote(tail) + auditNote();
 					if (note) options.onData(Buffer.from(`${note}\n`));
 				}
 			}),

@@ -83,20 +83,22 @@ const SAFE_GIT_KEYS: &[&str] = &[
     "branch.*.rebase",
 ];
 
-/// The keys in a git config text, lower-cased as git compares them, subsections as `*`.
+/// The entries of a git config text: each key lower-cased as git compares it (subsections
+/// as `*`), with the whole entry (section header and line) to tell changed values apart.
 /// Unparseable lines count as a key of their own, so they are never taken for safe.
-fn git_config_keys(text: &str) -> Vec<String> {
+fn git_config_entries(text: &str) -> Vec<(String, String)> {
     let is_blank = |l: &str| l.is_empty() || l.starts_with('#') || l.starts_with(';');
     let mut section = String::new();
-    let mut keys = Vec::new();
+    let mut header = String::new();
+    let mut entries = Vec::new();
     for raw in text.lines() {
         let mut body = raw.trim();
         if let Some(rest) = body.strip_prefix('[') {
             let Some(end) = rest.find(']') else {
-                keys.push(format!("unparseable:{body}"));
+                entries.push((format!("unparseable:{body}"), body.to_string()));
                 continue;
             };
-            let header = &rest[..end];
+            header = rest[..end].to_string();
             section = match header.split_once(|c: char| c.is_whitespace() || c == '.') {
                 Some((name, _sub)) => format!("{}.*", name.to_ascii_lowercase()),
                 None => header.to_ascii_lowercase(),
@@ -108,17 +110,32 @@ fn git_config_keys(text: &str) -> Vec<String> {
             continue;
         }
         let name = body.split('=').next().unwrap_or("").trim();
-        keys.push(format!("{section}.{}", name.to_ascii_lowercase()));
+        entries.push((
+            format!("{section}.{}", name.to_ascii_lowercase()),
+            format!("[{header}] {body}"),
+        ));
     }
-    keys
+    entries
+}
+
+fn is_unsafe_key(key: &str) -> bool {
+    !SAFE_GIT_KEYS.contains(&key)
+}
+
+/// Unsafe keys set in `after` by an entry `before` did not have (a new key, or a new value):
+/// what a command added to a git config that git may legitimately rewrite.
+pub fn added_unsafe_git_keys(before: &str, after: &str) -> Vec<String> {
+    let old: Vec<(String, String)> = git_config_entries(before);
+    git_config_entries(after)
+        .into_iter()
+        .filter(|(k, e)| is_unsafe_key(k) && !old.iter().any(|(_, o)| o == e))
+        .map(|(k, _)| k)
+        .collect()
 }
 
 /// Keys in `text` that a fresh repository should not have.
 pub fn unsafe_git_keys(text: &str) -> Vec<String> {
-    git_config_keys(text)
-        .into_iter()
-        .filter(|k| !SAFE_GIT_KEYS.contains(&k.as_str()))
-        .collect()
+    added_unsafe_git_keys("", text)
 }
 
 /// The protected paths seen just before a command, to judge what it created or changed.
@@ -293,7 +310,10 @@ fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
             let text = std::fs::read(path)
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
                 .unwrap_or_else(|_| "[unreadable".into());
-            let bad = unsafe_git_keys(&text);
+            let old = before
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .unwrap_or_default();
+            let bad = added_unsafe_git_keys(&old, &text);
             if bad.is_empty() {
                 return None;
             }

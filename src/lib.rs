@@ -429,6 +429,13 @@ impl Sandbox {
             .collect()
     }
 
+    /// For a sandboxed command's output: one sentence for each path an error line reports as
+    /// read-only or busy that the sandbox keeps so, with the rule and how to change it.
+    #[napi]
+    pub fn explain_write_failures(&self, output: String) -> Vec<String> {
+        self.session.explain_write_failures(&output)
+    }
+
     /// The effective configuration as text, each value with the file it came from.
     #[napi]
     pub fn describe(&self) -> String {

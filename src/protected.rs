@@ -120,6 +120,10 @@ pub static TABLE: &[Entry] = &[
         "user services start on the host"),
     entry(Home(".config/autostart"), Mount, MoveAside, false, "autostart entries",
         "programs here start on the host at login"),
+    // A submodule's config is git's to rewrite (`submodule update` sets core.worktree), so it
+    // is compared after each command instead: added command-running keys are moved aside and
+    // the previous content put back. Listed before `config`, which would match it too.
+    entry(Git("modules/*/config"), Audit, MoveIfUnsafeGitConfig, false, "git submodule config", GIT_CONFIG),
     entry(Git("config"), Mount, MoveIfUnsafeGitConfig, false, "git config", GIT_CONFIG),
     entry(Git("config.worktree"), Mount, MoveIfUnsafeGitConfig, false, "git config", GIT_CONFIG),
     entry(Git("hooks"), Mount, MoveIfLiveHooks, true, "git hooks",
@@ -219,8 +223,9 @@ impl Anchors {
         if let Some((e, a)) = by_name {
             return hit(e, a);
         }
-        // Git entries, relative to each git dir among the ancestors (nearest first: a
-        // submodule's git dir sits inside its parent's).
+        // Git entries, relative to each git dir among the ancestors, outermost first: a
+        // submodule's git dir sits inside its parent's, and the parent's `modules/*/...`
+        // entries say how its files are kept.
         let comps: Vec<&OsStr> = path
             .components()
             .filter_map(|c| match c {
@@ -236,7 +241,7 @@ impl Anchors {
             }
             dir.push(c);
         }
-        for (i, g) in git_dirs.iter().rev() {
+        for (i, g) in &git_dirs {
             let rel = &comps[*i..];
             for e in git_entries() {
                 if let Git(pattern) = e.place {
@@ -348,7 +353,7 @@ mod tests {
         assert_eq!(what("/w/bare/hooks/pre-receive", g).unwrap().0, "git hooks");
         assert_eq!(
             what("/w/.git/modules/sub/config", g).unwrap().0,
-            "git config"
+            "git submodule config"
         );
         assert_eq!(
             what("/w/.git/worktrees/x/commondir", g).unwrap().0,

@@ -129,6 +129,25 @@ fn blocked_reason(findings: &[Finding]) -> String {
     out
 }
 
+/// The paths an error line names: quoted ones, and the word before `: <error>` (the form of
+/// bash, git, coreutils and Python messages).
+fn paths_in_error_line(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for q in ['\'', '"', '`'] {
+        let parts: Vec<&str> = line.split(q).collect();
+        out.extend(parts.iter().skip(1).step_by(2).map(|s| s.to_string()));
+    }
+    for error in [": Read-only file system", ": Device or resource busy"] {
+        if let Some(i) = line.find(error) {
+            let before = &line[..i];
+            let word = before.rsplit([' ', '\t']).next().unwrap_or("");
+            out.push(word.trim_matches(|c| "'\"`:,".contains(c)).to_string());
+        }
+    }
+    out.retain(|p| !p.is_empty() && !p.contains('\0'));
+    out
+}
+
 /// Why one of pi's file operations did not happen.
 #[derive(Debug)]
 pub enum FileOpError {
@@ -451,6 +470,43 @@ impl Session {
         self.auditor.borrow_mut().after(&now)
     }
 
+    /// Notes for a sandboxed command's output: each path an error line says could not be
+    /// written because the file system is read-only or busy (the sandbox's mounts), with the
+    /// rule that keeps it so. Without them the model sees only "Read-only file system".
+    pub fn explain_write_failures(&self, output: &str) -> Vec<String> {
+        let Some(guard) = self.guard() else {
+            return vec![];
+        };
+        let cwd = &self.options.env.cwd;
+        let mut notes: Vec<String> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for line in output.lines() {
+            if !(line.contains("Read-only file system") || line.contains("Device or resource busy"))
+            {
+                continue;
+            }
+            for candidate in paths_in_error_line(line) {
+                let Ok(p) = crate::paths::expand(&candidate, &self.options.env.home, cwd) else {
+                    continue;
+                };
+                let d = hard_link_check(guard, guard.check(Op::Write, &p));
+                if d.verdict != Verdict::Deny || !seen.insert(d.path.clone()) {
+                    continue;
+                }
+                notes.push(format!(
+                    "{} is read-only in the sandbox ({}). {}",
+                    d.path.display(),
+                    d.rule,
+                    d.reason
+                ));
+            }
+            if notes.len() >= 5 {
+                break;
+            }
+        }
+        notes
+    }
+
     /// The effective mode: the session's choice, else the config's, else read-write.
     pub fn mode(&self) -> Mode {
         match (&self.mode_override, self.guard()) {
@@ -614,6 +670,30 @@ mod tests {
             env,
             approval_mode: None,
         })
+    }
+
+    #[test]
+    fn error_lines_name_their_paths() {
+        assert_eq!(
+            paths_in_error_line(
+                "error: could not write config file .git/config: Device or resource busy"
+            ),
+            [".git/config"]
+        );
+        assert_eq!(
+            paths_in_error_line(
+                "/tmp/pi-bash-1.sh: line 1: githooks/pre-commit: Read-only file system"
+            ),
+            ["githooks/pre-commit"]
+        );
+        assert!(
+            paths_in_error_line("touch: cannot touch 'a b': Read-only file system")
+                .contains(&"a b".to_string())
+        );
+        assert!(
+            paths_in_error_line("OSError: [Errno 30] Read-only file system: '/w/x'")
+                .contains(&"/w/x".to_string())
+        );
     }
 
     #[test]

@@ -1,0 +1,259 @@
+// Escapes found by attacking the sandbox through a real pi, each replayed through the
+// extension's real bash and file tools, then checked the way it would have hurt: by the user's
+// own git (and pi) running on the host afterwards. A hook or command that runs on the host
+// leaves a marker file; every test asserts the marker is absent. And the reverse: real work
+// (git, venvs, mktemp, odd file names) keeps working inside.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { chmodSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { makeWorld, runPi } from "./helpers/pi-run.mjs";
+
+const call = (name, args) => ({ name, arguments: args });
+const byId = (results) => Object.fromEntries(results.map((r) => [r.id, r.text]));
+
+/** The user's git, on the host, outside any sandbox. */
+function hostGit(cwd, ...args) {
+  return spawnSync("git", ["-c", "user.email=u@h", "-c", "user.name=user", ...args], {
+    cwd,
+    encoding: "utf8",
+    env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1", HOME: cwd },
+  });
+}
+
+/** A repository with one commit, made by the user before pi starts. */
+function userRepo(dir) {
+  mkdirSync(dir, { recursive: true });
+  hostGit(dir, "init", "-q", "-b", "main");
+  writeFileSync(path.join(dir, "a.txt"), "a\n");
+  hostGit(dir, "add", "-A");
+  hostGit(dir, "commit", "-qm", "init");
+}
+
+/** A hook body that leaves `marker` if it ever runs on the host. */
+const evil = (marker) => `#!/bin/sh\necho ran >> ${marker}\n`;
+
+test("git config reached through config.worktree, commondir, a hard link or a .git/hooks symlink never runs on the host", async (t) => {
+  const w = makeWorld("esc-git");
+  t.after(w.cleanup);
+  const marker = path.join(w.root, "outside", "HOST-RAN");
+  const p = (rel) => path.join(w.project, rel);
+  userRepo(w.project);
+  // sparse-checkout sets extensions.worktreeConfig; the user has a config.worktree
+  hostGit(w.project, "config", "extensions.worktreeConfig", "true");
+  hostGit(w.project, "config", "--worktree", "core.sparseCheckout", "false");
+  // the user's hooks live in the worktree, .git/hooks links to them
+  mkdirSync(p("githooks"));
+  spawnSync("rm", ["-rf", p(".git/hooks")]);
+  symlinkSync("../githooks", p(".git/hooks"));
+  // a second name of .git/config in the workspace (made before the session)
+  linkSync(p(".git/config"), p("cfg-link"));
+  mkdirSync(p("evilhooks"));
+  writeFileSync(p("evilhooks/pre-commit"), evil(marker));
+  chmodSync(p("evilhooks/pre-commit"), 0o755);
+
+  const r = await runPi({
+    world: w,
+    script: [
+      [call("bash", { command: "git config --worktree core.hooksPath evilhooks; echo worktree=$?" })],
+      [call("bash", { command: `printf '[core]\\n\\thooksPath = evilhooks\\n' >> cfg-link; echo link=$?` })],
+      [call("write", { path: "cfg-link", content: "[core]\n\thooksPath = evilhooks\n" })],
+      [call("bash", { command: `printf '${evil(marker).replace(/\n/g, "\\n")}' > githooks/pre-commit; echo target=$?` })],
+      [call("bash", { command: "rm .git/hooks && ln -s ../evilhooks .git/hooks && echo swapped" })],
+      [call("bash", { command: "mkdir -p x/.git && printf '[core]\\n\\thooksPath = /x\\n' > x/.git/config; echo ../../x/.git > .git/commondir; echo commondir=$?" })],
+    ],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const res = byId(r.results);
+  assert.match(res.call_0_0, /worktree=(?!0)\d/, "config.worktree is read-only");
+  assert.match(res.call_1_0, /link=1/);
+  assert.match(res.call_1_0, /Read-only file system/);
+  assert.match(res.call_2_0, /hard link to protected .*\.git\/config/);
+  assert.match(res.call_3_0, /target=1/, "the directory .git/hooks points to is protected");
+  assert.match(res.call_4_0, /swapped/);
+  assert.match(res.call_4_0, /\[pi-sandbox\] .*\.git\/hooks was created or changed by the command and moved to/);
+  assert.match(res.call_5_0, /\[pi-sandbox\] .*\.git\/commondir was created or changed/);
+  // the link the user made is back, pointing where it did
+  assert.equal(spawnSync("readlink", [p(".git/hooks")], { encoding: "utf8" }).stdout.trim(), "../githooks");
+  assert.equal(existsSync(p(".git/commondir")), false);
+  assert.doesNotMatch(readFileSync(p(".git/config"), "utf8"), /hooksPath/);
+  assert.doesNotMatch(readFileSync(p(".git/config.worktree"), "utf8"), /hooksPath/);
+
+  // the user's git afterwards: status and a commit run no planted hook
+  writeFileSync(p("b.txt"), "b\n");
+  assert.equal(hostGit(w.project, "status", "--porcelain").status, 0);
+  hostGit(w.project, "add", "b.txt");
+  const c = hostGit(w.project, "commit", "-qm", "user commit");
+  assert.equal(c.status, 0, c.stderr);
+  assert.equal(existsSync(marker), false, `a planted hook ran on the host: ${c.stderr}`);
+});
+
+test("a bare repository the agent makes runs no hook when the user pushes to it", async (t) => {
+  const w = makeWorld("esc-bare");
+  t.after(w.cleanup);
+  const marker = path.join(w.root, "outside", "HOST-RAN");
+  userRepo(w.project);
+  const hook = evil(marker).replace(/\n/g, "\\n");
+  const r = await runPi({
+    world: w,
+    script: [
+      [
+        call("bash", {
+          command: `git init -q --bare evil.git && printf '${hook}' > evil.git/hooks/pre-receive && chmod +x evil.git/hooks/pre-receive && git remote add evil ./evil.git; echo remote=$?`,
+        }),
+      ],
+    ],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const res = byId(r.results);
+  assert.match(res.call_0_0, /remote=(?!0)\d/, "adding a remote writes .git/config: refused");
+  assert.match(res.call_0_0, /evil\.git\/hooks was created or changed by the command and moved to/);
+  const push = hostGit(w.project, "push", "-q", "./evil.git", "main");
+  assert.equal(push.status, 0, push.stderr);
+  assert.equal(existsSync(marker), false, "the bare repository's hook ran on the host");
+});
+
+test("a .git file the agent writes does not make another repository writable", async (t) => {
+  const w = makeWorld("esc-gitfile");
+  t.after(w.cleanup);
+  const other = path.join(w.root, "outside", "other");
+  userRepo(other);
+  // the project is not a repository: the agent plants a .git file pointing at another one
+  const r = await runPi({
+    world: w,
+    script: [
+      [call("bash", { command: `echo 'gitdir: ${other}/.git' > .git && echo planted` })],
+      [call("bash", { command: `echo x > ${other}/.git/hooks/post-checkout; echo hook=$?; echo x > ${other}/.git/HEAD-evil; echo data=$?` })],
+    ],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const res = byId(r.results);
+  assert.match(res.call_0_0, /planted/);
+  assert.match(res.call_1_0, /hook=1/);
+  assert.match(res.call_1_0, /data=1/, "the other repository stays read-only: no back-link names this .git file");
+  assert.equal(existsSync(path.join(other, ".git", "hooks", "post-checkout")), false);
+});
+
+test("reads and writes through /proc/self/cwd and `..` after a planted link reach the file the kernel opens", async (t) => {
+  const w = makeWorld("esc-proc");
+  t.after(w.cleanup);
+  mkdirSync(path.join(w.root, "outside", "deep"), { recursive: true });
+  symlinkSync(path.join(w.root, "outside", "deep"), path.join(w.project, "l"));
+  const viaProc = "/proc/self/cwd/../home/.ssh/id_rsa";
+  const viaLink = `${w.project}/l/../escaped.sh`;
+  const r = await runPi({
+    world: w,
+    script: [[call("read", { path: viaProc }), call("write", { path: viaLink, content: "echo pwned" }), call("read", { path: `${w.project}/l/../../home/.ssh/id_rsa` })]],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const res = byId(r.results);
+  assert.doesNotMatch(res.call_0_0, /SECRET-KEY-0451/);
+  assert.match(res.call_0_0, /denyRead entry '~\/\.ssh'/);
+  assert.match(res.call_0_1, /outside every allowWrite directory/);
+  assert.equal(existsSync(path.join(w.root, "outside", "escaped.sh")), false);
+  assert.doesNotMatch(res.call_0_2, /SECRET-KEY-0451/);
+});
+
+test("pi's own transcripts are not writable from bash: a planted link cannot redirect pi's next append", async (t) => {
+  const w = makeWorld("esc-session");
+  t.after(w.cleanup);
+  const bashrc = path.join(w.home, ".bashrc");
+  writeFileSync(bashrc, "# user rc\n");
+  const sessions = path.join(w.agentDir, "sessions");
+  const r = await runPi({
+    world: w,
+    script: [
+      [call("bash", { command: `for f in $(find ${sessions} -name '*.jsonl'); do ln -sf ${bashrc} "$f" && echo replaced; done; touch ${sessions}/x; echo touch=$?` })],
+      [call("bash", { command: "echo second turn" })],
+    ],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const res = byId(r.results);
+  assert.doesNotMatch(res.call_0_0, /replaced/);
+  assert.match(res.call_0_0, /touch=1/);
+  assert.equal(readFileSync(bashrc, "utf8"), "# user rc\n", "pi's transcript landed in ~/.bashrc");
+});
+
+test("two bash calls of one turn run one after the other", async (t) => {
+  const w = makeWorld("esc-race");
+  t.after(w.cleanup);
+  const r = await runPi({
+    world: w,
+    script: [
+      [
+        call("bash", { command: "date +%s%N > a-start; sleep 1; date +%s%N > a-end" }),
+        call("bash", { command: "date +%s%N > b-start" }),
+      ],
+    ],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const n = (f) => BigInt(readFileSync(path.join(w.project, f), "utf8").trim());
+  const [aStart, aEnd, bStart] = [n("a-start"), n("a-end"), n("b-start")];
+  const ordered = bStart >= aEnd || aStart >= bStart; // either order, never interleaved
+  assert.ok(ordered, `interleaved: a ${aStart}..${aEnd}, b started ${bStart}`);
+});
+
+test("real work keeps working: git commit, rebase -i, merge, stash, submodule update, worktree add and remove", async (t) => {
+  const w = makeWorld("work-git");
+  t.after(w.cleanup);
+  const lib = path.join(w.root, "outside", "lib");
+  userRepo(lib);
+  userRepo(w.project);
+  const sub = hostGit(w.project, "-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "lib");
+  assert.equal(sub.status, 0, sub.stderr);
+  hostGit(w.project, "commit", "-qm", "add lib");
+  // the submodule's checkout is removed; `submodule update` must bring it back inside
+  spawnSync("rm", ["-rf", path.join(w.project, "lib")]);
+  mkdirSync(path.join(w.project, "lib"));
+  const g = "git -c user.email=a@b -c user.name=agent";
+  const script = [
+    `${g} checkout -q -b feature && echo f > f.txt && ${g} add f.txt && ${g} commit -qm f1 && echo g > g.txt && ${g} add g.txt && ${g} commit -qm f2 && echo commit=ok`,
+    `GIT_SEQUENCE_EDITOR="sed -i 1s/^pick/reword/" GIT_EDITOR="sed -i 1s/f1/first/" ${g} rebase -q -i main && ${g} log --format=%s | head -2 | tr '\\n' ' ' && echo rebase=ok`,
+    `${g} checkout -q main && ${g} merge -q --no-edit --no-ff feature && echo merge=ok`,
+    `echo wip >> a.txt && ${g} stash -q && ${g} stash pop -q && echo stash=ok`,
+    `${g} -c protocol.file.allow=always submodule update -q && test -f lib/a.txt && echo submodule=ok`,
+    `${g} worktree add -q wt feature 2>&1; test -f wt/g.txt && echo wtadd=ok`,
+    `${g} worktree remove wt && echo wtremove=ok`,
+    `mktemp >/dev/null && echo mktemp=ok`,
+    `git config user.name agent; echo config=$?`,
+  ];
+  const r = await runPi({ world: w, script: script.map((command) => [call("bash", { command })]) });
+  assert.equal(r.code, 0, r.stderr);
+  const out = r.results.map((x) => x.text).join("\n");
+  for (const step of ["commit", "rebase", "merge", "stash", "submodule", "wtadd", "wtremove", "mktemp"]) {
+    assert.match(out, new RegExp(`${step}=ok`), `${step} failed inside the sandbox:\n${out}`);
+  }
+  assert.match(out, /first f2|f2 first/, "rebase -i reworded the commit");
+  // changing git's config is refused, and the reason says which file
+  assert.match(out, /config=(?!0)\d/);
+  assert.match(out, /\[pi-sandbox\] .*\.git\/config is read-only in the sandbox \(git config .*\.git\/config\)\. Blocked write .*pi's control surface/);
+  assert.doesNotMatch(out, /moved to|could not be neutralised/, "git's own work was taken for an attack");
+  // only the stash popped back: nothing else changed in the tree
+  assert.equal(hostGit(w.project, "status", "--porcelain", "--ignore-submodules").stdout.trim(), "M a.txt");
+});
+
+test("real work keeps working: recreating a virtualenv, and file names that are not UTF-8", async (t) => {
+  const w = makeWorld("work-venv");
+  t.after(w.cleanup);
+  // a name that is not valid UTF-8 anywhere in the workspace, also on a protected file
+  writeFileSync(Buffer.concat([Buffer.from(`${w.project}/`), Buffer.from([0xff, 0xfe]), Buffer.from(".txt")]), "x");
+  writeFileSync(Buffer.concat([Buffer.from(`${w.project}/`), Buffer.from([0xff]), Buffer.from(".pem")]), "PEM");
+  const py = "/usr/bin/python3";
+  const r = await runPi({
+    world: w,
+    script: [
+      [call("bash", { command: `${py} -m venv .venv && test -f .venv/lib/python3*/site-packages/pip/_vendor/certifi/cacert.pem && echo venv=ok` })],
+      [call("bash", { command: `rm -rf .venv && ${py} -m venv .venv && echo again=ok; ${py} -m venv --clear .venv && echo clear=ok` })],
+      [call("bash", { command: `printf x >> $(printf '\\377').pem; echo pem=$?; echo ok > plain.txt && echo plain=ok` })],
+    ],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const out = r.results.map((x) => x.text).join("\n");
+  assert.match(out, /venv=ok/, out);
+  assert.match(out, /again=ok/, out);
+  assert.match(out, /clear=ok/, out);
+  assert.match(out, /pem=1/, "a denyWrite file with a non-UTF-8 name stays read-only");
+  assert.match(out, /plain=ok/);
+  assert.equal(readFileSync(Buffer.concat([Buffer.from(`${w.project}/`), Buffer.from([0xff]), Buffer.from(".pem")]), "utf8"), "PEM");
+});
