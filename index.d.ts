@@ -117,9 +117,15 @@ export interface JsPrepared {
   reason?: string
   /** Sandboxed shell command: what to run in place of the user's (via `bash -c`). */
   command?: string
-  /** Sandboxed argv run: the program and its arguments. */
+  /** Sandboxed argv run: the program and its arguments (all of bwrap's, for display). */
   program?: string
   args?: Array<string>
+  /**
+   * bwrap's options, NUL-separated, byte for byte (any path encoding): open it on fd 3,
+   * delete it, and run `program` with `runArgs` (`--args 3 -- CMD...`).
+   */
+  argsFile?: string
+  runArgs?: Array<string>
   /** The temp script holding the command (removed by `command` when it finishes). */
   script?: string
   /**

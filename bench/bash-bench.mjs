@@ -8,7 +8,7 @@
 // Medians over many runs, interleaved so that machine noise hits all three alike.
 //   node bench/bash-bench.mjs [--quick]
 import { spawnSync } from "node:child_process";
-import { closeSync, mkdirSync, mkdtempSync, openSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, copyFileSync, mkdirSync, mkdtempSync, openSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -35,10 +35,13 @@ if (sandbox.error) throw new Error(sandbox.error.message);
 
 const bare = sandbox.prepareBash("true", "off");
 if (bare.verdict !== "sandboxed") throw new Error(`no sandbox: ${bare.reason}`);
-for (const p of bare.placeholders ?? []) mkdirSync(p, { recursive: true });
 const bareScript = path.join(root, "bare-script.sh");
 writeFileSync(bareScript, "true");
 rmSync(bare.script, { force: true });
+// bwrap's options come from an args file on fd 4; keep a copy for the repeated bare runs.
+const bareArgs = path.join(root, "bare-args");
+copyFileSync(bare.argsFile, bareArgs);
+rmSync(bare.argsFile, { force: true });
 
 function time(fn) {
   const t0 = process.hrtime.bigint();
@@ -57,7 +60,10 @@ const cases = {
     }
   },
   "same bwrap line via bash -c": () => {
-    const line = bare.command.replace(/'[^']*pi-bash-[^']*\.sh'/g, `'${bareScript}'`).replace(/ && rm -f -- '[^']*'/, "");
+    const line = bare.command
+      .replace(/'[^']*pi-bash-[^']*\.sh'/g, `'${bareScript}'`)
+      .replace(/'[^']*pi-bwrap-args-[^']*'/g, `'${bareArgs}'`)
+      .replace(/ && rm -f -- '[^']*' '[^']*'/, "");
     return spawnSync("bash", ["-c", line], { cwd, env });
   },
   "sandboxed (prepare + run + audit)": () => {
@@ -76,6 +82,7 @@ for (let i = 0; i < RUNS; i++) {
   const p = sandbox.prepareBash("true", "off");
   prep.push(Number(process.hrtime.bigint() - t0) / 1e6);
   rmSync(p.script, { force: true });
+  rmSync(p.argsFile, { force: true });
 }
 rmSync(root, { recursive: true, force: true });
 

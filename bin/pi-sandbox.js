@@ -74,21 +74,20 @@ function runPrepared(prepared, argv) {
   }
   let program = argv[0];
   let args = argv.slice(1);
-  const placeholders = prepared.placeholders ?? [];
   if (prepared.verdict === "sandboxed") {
     program = prepared.program;
     args = prepared.args;
   } else {
     process.stderr.write(`pi-sandbox: running unsandboxed: ${prepared.reason}\n`);
   }
-  for (const p of placeholders) {
-    try {
-      fs.mkdirSync(p); // kept: another sandbox may have it mounted
-    } catch {
-      // exists already, or cannot be made: bwrap reports the latter
-    }
+  // bwrap's options travel in a file on fd 3, byte for byte; it is deleted before the run.
+  const stdio = ["inherit", "inherit", "inherit"];
+  if (prepared.verdict === "sandboxed" && prepared.argsFile) {
+    stdio.push(fs.openSync(prepared.argsFile, "r"));
+    fs.rmSync(prepared.argsFile, { force: true });
+    args = prepared.runArgs;
   }
-  const r = spawnSync(program, args, { stdio: "inherit" });
+  const r = spawnSync(program, args, { stdio });
   if (r.error) {
     process.stderr.write(`pi-sandbox: cannot start ${program}: ${r.error.message}\n`);
     return 127;

@@ -404,11 +404,7 @@ impl Guard {
             });
         }
 
-        let anchors = Anchors {
-            home: env.home.clone(),
-            agent_dir: env.agent_dir.clone(),
-            session_dir: env.session_dir.clone(),
-        };
+        let anchors = Anchors::new(&env.home, &env.agent_dir, env.session_dir.as_deref());
 
         let build = |b: RuleSetBuilder, key: &str, source: &Source| {
             b.build()
@@ -709,7 +705,9 @@ impl Guard {
 
     /// The allowWrite entry containing `path`, if any.
     fn allow_write_root(&self, path: &Path) -> Option<&DirRule> {
-        self.allow_write.iter().find(|d| path.starts_with(&d.path))
+        self.allow_write
+            .iter()
+            .find(|d| protected::is_under(path, &d.path))
     }
 
     /// The entry of pi's control surface covering `canonical`, if any.

@@ -125,6 +125,13 @@ impl Launch {
         Ok(out)
     }
 
+    /// bwrap's arguments when the options come from an args file on `fd`: `--args fd -- CMD`.
+    pub fn argv_with_args_fd(&self, fd: u32) -> Vec<OsString> {
+        let mut out: Vec<OsString> = vec!["--args".into(), fd.to_string().into()];
+        out.extend(self.args.iter().skip_while(|a| *a != "--").cloned());
+        out
+    }
+
     /// Removes the temp files of a launch that will not run.
     pub fn discard(&self) {
         for f in self
@@ -234,20 +241,24 @@ pub fn bwrap_bash(
     }
 }
 
-/// A bwrap launch of `argv` as given (the CLI's `run -- CMD ARGS`): no shell, no script.
+/// A bwrap launch of `argv` as given (the CLI's `run -- CMD ARGS`): no shell, no script; the
+/// options go in an args file the caller passes on an fd (`Launch::argv_with_args_fd`).
 pub fn bwrap_argv(
     guard: &Guard,
     bwrap_program: &Path,
     network: bool,
     argv: &[OsString],
+    tmp_dir: &Path,
     scan: &Scan,
 ) -> Result<Launch, LaunchError> {
     let plan = plan_for(guard, network, None, scan);
+    let args = bwrap::build(&plan, argv)?;
+    let options: Vec<OsString> = args.iter().take_while(|a| *a != "--").cloned().collect();
     Ok(Launch {
         program: bwrap_program.to_path_buf(),
-        args: bwrap::build(&plan, argv)?,
+        args_file: Some(write_args_file(tmp_dir, &options)?),
+        args,
         script: None,
-        args_file: None,
         temp_files: vec![],
         placeholders: plan.placeholders,
     })
@@ -309,8 +320,8 @@ pub fn seatbelt_policy(guard: &Guard, network: bool, tmp_dir: &Path) -> Seatbelt
     let mut protected: Vec<PathBuf> = guard
         .anchors()
         .fixed_paths()
-        .into_iter()
-        .map(|(p, _)| p)
+        .iter()
+        .map(|(p, _)| p.clone())
         .collect();
     protected.push(env.cwd.join(".pi"));
     protected.extend(scan.all().map(|f| f.path.clone()));

@@ -121,9 +121,13 @@ pub struct JsPrepared {
     pub reason: Option<String>,
     /// Sandboxed shell command: what to run in place of the user's (via `bash -c`).
     pub command: Option<String>,
-    /// Sandboxed argv run: the program and its arguments.
+    /// Sandboxed argv run: the program and its arguments (all of bwrap's, for display).
     pub program: Option<String>,
     pub args: Option<Vec<String>>,
+    /// bwrap's options, NUL-separated, byte for byte (any path encoding): open it on fd 3,
+    /// delete it, and run `program` with `runArgs` (`--args 3 -- CMD...`).
+    pub args_file: Option<String>,
+    pub run_args: Option<Vec<String>>,
     /// The temp script holding the command (removed by `command` when it finishes).
     pub script: Option<String>,
     /// Empty directories to create before an argv run (mount points for protected paths that
@@ -152,6 +156,8 @@ fn js_prepared(p: Prepared) -> napi::Result<JsPrepared, String> {
         args: None,
         script: None,
         placeholders: None,
+        args_file: None,
+        run_args: None,
     };
     Ok(match p {
         Prepared::Unsandboxed(reason) => empty("unsandboxed", reason),
@@ -168,6 +174,14 @@ fn js_prepared(p: Prepared) -> napi::Result<JsPrepared, String> {
                 args: Some(
                     launch
                         .args
+                        .iter()
+                        .map(|a| a.to_string_lossy().into_owned())
+                        .collect(),
+                ),
+                args_file: launch.args_file.as_ref().map(|s| s.display().to_string()),
+                run_args: Some(
+                    launch
+                        .argv_with_args_fd(3)
                         .iter()
                         .map(|a| a.to_string_lossy().into_owned())
                         .collect(),

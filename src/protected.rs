@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 /// Where an entry lives.
@@ -144,12 +145,18 @@ pub fn git_entries() -> impl Iterator<Item = &'static Entry> {
     TABLE.iter().filter(|e| matches!(e.place, Git(_)))
 }
 
-/// The directories the table is anchored at, for one session (canonical).
+/// The table anchored for one session: its fixed places resolved against the (canonical)
+/// home, agent dir and session dir.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Anchors {
-    pub home: PathBuf,
-    pub agent_dir: PathBuf,
-    pub session_dir: Option<PathBuf>,
+    fixed: Vec<(PathBuf, &'static Entry)>,
+}
+
+/// Whether canonical `path` is `base` or below it: a byte comparison, as both are canonical
+/// (`Path::starts_with` compares component by component, and the scan asks for every file).
+pub fn is_under(path: &Path, base: &Path) -> bool {
+    let (p, b) = (path.as_os_str().as_bytes(), base.as_os_str().as_bytes());
+    p.starts_with(b) && (p.len() == b.len() || p[b.len()] == b'/' || b.ends_with(b"/"))
 }
 
 /// A table entry that covers a path, and the protected path itself (the path or an
@@ -180,6 +187,19 @@ fn git_match(pattern: &str, rel: &[&OsStr]) -> Option<usize> {
 }
 
 impl Anchors {
+    pub fn new(home: &Path, agent_dir: &Path, session_dir: Option<&Path>) -> Anchors {
+        let mut fixed = Vec::new();
+        for e in TABLE {
+            match e.place {
+                AgentDir => fixed.push((agent_dir.to_path_buf(), e)),
+                SessionDir => fixed.extend(session_dir.map(|d| (d.to_path_buf(), e))),
+                Home(rel) => fixed.push((home.join(rel), e)),
+                Name(_) | Git(_) => {}
+            }
+        }
+        Anchors { fixed }
+    }
+
     /// The first table entry covering `path` (canonical), deciding git dirs with
     /// `is_git_dir`. Pure: the caller says what is on disk.
     pub fn classify(&self, path: &Path, is_git_dir: &mut dyn FnMut(&Path) -> bool) -> Option<Hit> {
@@ -189,23 +209,9 @@ impl Anchors {
                 root: root.to_path_buf(),
             })
         };
-        for entry in TABLE {
-            match entry.place {
-                AgentDir if path.starts_with(&self.agent_dir) => {
-                    return hit(entry, &self.agent_dir)
-                }
-                SessionDir => {
-                    if let Some(d) = self.session_dir.as_ref().filter(|d| path.starts_with(d)) {
-                        return hit(entry, d);
-                    }
-                }
-                Home(rel) => {
-                    let p = self.home.join(rel);
-                    if path.starts_with(&p) {
-                        return hit(entry, &p);
-                    }
-                }
-                _ => {}
+        for (base, entry) in &self.fixed {
+            if is_under(path, base) {
+                return hit(entry, base);
             }
         }
         // Name entries: the outermost matching ancestor is the protected path.
@@ -258,21 +264,8 @@ impl Anchors {
 
     /// Fixed locations of the table (not name or git entries), for layers that mount or
     /// list paths.
-    pub fn fixed_paths(&self) -> Vec<(PathBuf, &'static Entry)> {
-        let mut out = Vec::new();
-        for e in TABLE {
-            match e.place {
-                AgentDir => out.push((self.agent_dir.clone(), e)),
-                SessionDir => {
-                    if let Some(d) = &self.session_dir {
-                        out.push((d.clone(), e));
-                    }
-                }
-                Home(rel) => out.push((self.home.join(rel), e)),
-                Name(_) | Git(_) => {}
-            }
-        }
-        out
+    pub fn fixed_paths(&self) -> &[(PathBuf, &'static Entry)] {
+        &self.fixed
     }
 }
 
@@ -328,11 +321,11 @@ mod tests {
     use super::*;
 
     fn anchors() -> Anchors {
-        Anchors {
-            home: "/h".into(),
-            agent_dir: "/h/.pi/agent".into(),
-            session_dir: Some("/s".into()),
-        }
+        Anchors::new(
+            Path::new("/h"),
+            Path::new("/h/.pi/agent"),
+            Some(Path::new("/s")),
+        )
     }
 
     fn what(path: &str, git_dirs: &[&str]) -> Option<(&'static str, PathBuf)> {

@@ -383,7 +383,8 @@ impl Session {
         self.prepare(
             network,
             |guard, program, scan| {
-                launch::bwrap_argv(guard, program, network == Network::On, argv, scan)
+                let tmp = std::env::temp_dir();
+                launch::bwrap_argv(guard, program, network == Network::On, argv, &tmp, scan)
             },
             None,
         )

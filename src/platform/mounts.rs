@@ -107,9 +107,9 @@ pub fn plan(guard: &Guard, facts: &Facts, network: bool, script: Option<&Path>) 
         guard
             .anchors()
             .fixed_paths()
-            .into_iter()
+            .iter()
             .filter(|(_, e)| e.keep == Keep::Mount)
-            .map(|(p, _)| p),
+            .map(|(p, _)| p.clone()),
     );
     // Placeholders: protected directories that do not exist yet become empty read-only
     // mount points, so the command cannot create them.
@@ -271,107 +271,146 @@ fn fingerprint(path: &Path, meta: &std::fs::Metadata) -> Vec<u8> {
 pub fn scan_protected(guard: &Guard, roots: &[PathBuf]) -> Scan {
     let mut scan = Scan::default();
     let mut git = GitDirCache::default();
-    let mut multi_linked: Vec<(PathBuf, (u64, u64))> = Vec::new();
-    let mut protected_inodes: HashMap<(u64, u64), PathBuf> = HashMap::new();
-    let mut stack: Vec<PathBuf> = roots
+    // Protected files with more than one name: only these can have a writable second name.
+    let mut linked_inodes: HashMap<(u64, u64), PathBuf> = HashMap::new();
+    let roots: Vec<PathBuf> = roots
         .iter()
         .filter(|r| r.as_path() != Path::new("/tmp"))
         .cloned()
         .collect();
-    let mut seen_roots = HashSet::new();
-    while let Some(dir) = stack.pop() {
-        if !seen_roots.insert(dir.clone()) {
-            continue;
+    for r in &roots {
+        if git.is_git_dir(r) {
+            scan.git_dirs.push(r.clone());
         }
-        if git.is_git_dir(&dir) {
-            scan.git_dirs.push(dir.clone());
+    }
+    walk(&roots, |path, file_type| {
+        if file_type.is_dir() && git.is_git_dir(path) {
+            scan.git_dirs.push(path.to_path_buf());
+        }
+        let mut is_git_dir = |p: &Path| git.is_git_dir(p);
+        let Some(why) = guard.write_protection(path, &mut is_git_dir) else {
+            return Walk::Descend;
+        };
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
+            return Walk::Skip;
+        };
+        let audit_only = matches!(&why, Protection::Surface(h) if h.entry.keep == Keep::Audit);
+        collect_linked_inodes(path, &meta, usize::MAX, &mut linked_inodes);
+        if meta.file_type().is_symlink() {
+            // The kernel follows the link: what it points to is what git or pi load.
+            if let Ok(target) = crate::paths::canonicalize(path) {
+                if roots.iter().any(|r| target.starts_with(r)) {
+                    if let Ok(tmeta) = std::fs::symlink_metadata(&target) {
+                        collect_linked_inodes(&target, &tmeta, usize::MAX, &mut linked_inodes);
+                    }
+                    scan.protected.push(Found {
+                        path: target,
+                        why: why.clone(),
+                        fingerprint: Vec::new(),
+                    });
+                }
+            }
+        }
+        let found = Found {
+            fingerprint: if audit_only || meta.file_type().is_symlink() {
+                fingerprint(path, &meta)
+            } else {
+                Vec::new()
+            },
+            path: path.to_path_buf(),
+            why,
+        };
+        if audit_only {
+            scan.audited.push(found);
+            return Walk::Descend;
+        }
+        scan.protected.push(found);
+        // A protected directory is bound whole; what is inside is covered.
+        if meta.is_dir() {
+            Walk::Skip
+        } else {
+            Walk::Descend
+        }
+    });
+    // Hard links to the table's fixed places too (a workspace file that is also ~/.bashrc);
+    // their top levels only: pi's session transcripts are many and never linked by pi.
+    for (p, _) in guard.anchors().fixed_paths() {
+        if let Ok(meta) = std::fs::symlink_metadata(p) {
+            collect_linked_inodes(p, &meta, 2, &mut linked_inodes);
+        }
+    }
+    if linked_inodes.is_empty() {
+        return scan;
+    }
+    // Rare: a protected file has other names. Find those inside the writable trees.
+    walk(&roots, |path, file_type| {
+        if file_type.is_file() {
+            if let Ok(meta) = std::fs::symlink_metadata(path) {
+                if let Some(of) = linked_inodes.get(&(meta.dev(), meta.ino())) {
+                    if of != path {
+                        scan.protected.push(Found {
+                            why: Protection::DenyWrite(format!(
+                                "hard link to protected {}",
+                                of.display()
+                            )),
+                            path: path.to_path_buf(),
+                            fingerprint: Vec::new(),
+                        });
+                    }
+                }
+            }
+        }
+        Walk::Descend
+    });
+    scan
+}
+
+enum Walk {
+    Descend,
+    Skip,
+}
+
+/// Visits every entry below `roots` (not following symlinks), with its type from the
+/// directory listing; `visit` says whether to go into a directory.
+fn walk(roots: &[PathBuf], mut visit: impl FnMut(&Path, std::fs::FileType) -> Walk) {
+    let mut stack: Vec<PathBuf> = roots.to_vec();
+    let mut seen = HashSet::new();
+    while let Some(dir) = stack.pop() {
+        if !seen.insert(dir.clone()) {
+            continue;
         }
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
         for entry in entries.flatten() {
-            let path = entry.path();
-            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            let Ok(file_type) = entry.file_type() else {
                 continue;
             };
-            let mut is_git_dir = |p: &Path| git.is_git_dir(p);
-            if let Some(why) = guard.write_protection(&path, &mut is_git_dir) {
-                let audit_only =
-                    matches!(&why, Protection::Surface(h) if h.entry.keep == Keep::Audit);
-                collect_inodes(&path, &meta, &mut protected_inodes);
-                if meta.file_type().is_symlink() {
-                    // The kernel follows the link: what it points to is what git or pi load.
-                    if let Ok(target) = crate::paths::canonicalize(&path) {
-                        if roots.iter().any(|r| target.starts_with(r)) {
-                            if let Ok(tmeta) = std::fs::symlink_metadata(&target) {
-                                collect_inodes(&target, &tmeta, &mut protected_inodes);
-                            }
-                            scan.protected.push(Found {
-                                path: target,
-                                why: why.clone(),
-                                fingerprint: Vec::new(),
-                            });
-                        }
-                    }
-                }
-                let found = Found {
-                    fingerprint: if audit_only || meta.file_type().is_symlink() {
-                        fingerprint(&path, &meta)
-                    } else {
-                        Vec::new()
-                    },
-                    path: path.clone(),
-                    why,
-                };
-                if audit_only {
-                    scan.audited.push(found);
-                } else {
-                    // A protected directory is bound whole; what is inside is covered.
-                    let whole = meta.is_dir();
-                    scan.protected.push(found);
-                    if whole {
-                        continue;
-                    }
+            let path = entry.path();
+            if let Walk::Descend = visit(&path, file_type) {
+                if file_type.is_dir() {
+                    stack.push(path);
                 }
             }
-            if meta.is_dir() {
-                stack.push(path);
-            } else if meta.is_file() && meta.nlink() > 1 {
-                multi_linked.push((path, (meta.dev(), meta.ino())));
-            }
         }
     }
-    if !multi_linked.is_empty() {
-        // Hard links to the table's fixed places (a workspace file that is also ~/.bashrc).
-        for (p, _) in guard.anchors().fixed_paths() {
-            if let Ok(meta) = std::fs::symlink_metadata(&p) {
-                collect_inodes(&p, &meta, &mut protected_inodes);
-            }
-        }
-    }
-    for (path, inode) in multi_linked {
-        if let Some(of) = protected_inodes.get(&inode) {
-            if *of != path {
-                scan.protected.push(Found {
-                    why: Protection::DenyWrite(format!("hard link to protected {}", of.display())),
-                    path,
-                    fingerprint: Vec::new(),
-                });
-            }
-        }
-    }
-    scan
 }
 
-/// Records the inode of every file at or below `path` (a protected file or directory).
-fn collect_inodes(path: &Path, meta: &std::fs::Metadata, out: &mut HashMap<(u64, u64), PathBuf>) {
-    if meta.is_file() {
+/// Records the inode of every file with several names at or below `path` (a protected
+/// file or directory), `depth` levels down.
+fn collect_linked_inodes(
+    path: &Path,
+    meta: &std::fs::Metadata,
+    depth: usize,
+    out: &mut HashMap<(u64, u64), PathBuf>,
+) {
+    if meta.is_file() && meta.nlink() > 1 {
         out.entry((meta.dev(), meta.ino()))
             .or_insert_with(|| path.to_path_buf());
-    } else if meta.is_dir() {
+    } else if meta.is_dir() && depth > 0 {
         for e in std::fs::read_dir(path).into_iter().flatten().flatten() {
             if let Ok(m) = std::fs::symlink_metadata(e.path()) {
-                collect_inodes(&e.path(), &m, out);
+                collect_linked_inodes(&e.path(), &m, depth - 1, out);
             }
         }
     }
