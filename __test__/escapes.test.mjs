@@ -58,7 +58,10 @@ test("git config reached through config.worktree, commondir, a hard link or a .g
     script: [
       [call("bash", { command: "git config --worktree core.hooksPath evilhooks; echo worktree=$?" })],
       [call("bash", { command: `printf '[core]\\n\\thooksPath = evilhooks\\n' >> cfg-link; echo link=$?` })],
-      [call("write", { path: "cfg-link", content: "[core]\n\thooksPath = evilhooks\n" })],
+      [
+        call("write", { path: "cfg-link", content: "[core]\n\thooksPath = evilhooks\n" }),
+        call("write", { path: "githooks/pre-commit", content: evil(marker) }),
+      ],
       [call("bash", { command: `printf '${evil(marker).replace(/\n/g, "\\n")}' > githooks/pre-commit; echo target=$?` })],
       [call("bash", { command: "rm .git/hooks && ln -s ../evilhooks .git/hooks && echo swapped" })],
       [call("bash", { command: "mkdir -p x/.git && printf '[core]\\n\\thooksPath = /x\\n' > x/.git/config; echo ../../x/.git > .git/commondir; echo commondir=$?" })],
@@ -70,6 +73,8 @@ test("git config reached through config.worktree, commondir, a hard link or a .g
   assert.match(res.call_1_0, /link=1/);
   assert.match(res.call_1_0, /Read-only file system/);
   assert.match(res.call_2_0, /hard link to protected .*\.git\/config/);
+  assert.match(res.call_2_1, /target of protected link .*\.git\/hooks/);
+  assert.equal(existsSync(p("githooks/pre-commit")), false);
   assert.match(res.call_3_0, /target=1/, "the directory .git/hooks points to is protected");
   assert.match(res.call_4_0, /swapped/);
   assert.match(res.call_4_0, /\[pi-sandbox\] .*\.git\/hooks was created or changed by the command and moved to/);

@@ -281,6 +281,8 @@ fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
                 blocking: false,
             })
         }
+        // Kept read-only while they are second names; judged through the protected name.
+        Protection::LinkTarget { .. } | Protection::HardLink { .. } => return None,
     };
     // Content before the command, to put back: only for files compared by content.
     let restore = before.filter(|b| !b.is_empty());

@@ -845,6 +845,24 @@ pub enum Protection {
     Surface(Hit),
     /// A denyWrite pattern (its label).
     DenyWrite(String),
+    /// What a protected name that is a symlink points to (`.git/hooks -> ../githooks`).
+    LinkTarget { link: PathBuf, of: Box<Protection> },
+    /// Another name (hard link) of the protected file `of`.
+    HardLink { of: PathBuf },
+}
+
+impl Protection {
+    /// The rule, as the guard names rules.
+    pub fn label(&self) -> String {
+        match self {
+            Protection::Surface(h) => surface_label(h),
+            Protection::DenyWrite(l) => l.clone(),
+            Protection::LinkTarget { link, .. } => {
+                format!("target of protected link {}", link.display())
+            }
+            Protection::HardLink { of } => format!("hard link to protected {}", of.display()),
+        }
+    }
 }
 
 /// Dependency trees exempt from denyWrite (in both layers); see `deny_write_exemption`.

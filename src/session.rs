@@ -13,7 +13,7 @@ use crate::guard::{ApprovalMode, Decision, Guard, GuardError, Op, Step, Verdict}
 use crate::launch::{self, Launch, LaunchError};
 use crate::open::{self, OpenError};
 use crate::platform::detect::{self, Capability};
-use crate::platform::mounts::Scan;
+use crate::platform::mounts::{Found, Scan};
 use crate::policy::{self, Adapter, BashDecision, BashRequest, Network};
 use crate::tools::{self, ToolCheck};
 
@@ -86,39 +86,6 @@ fn create_placeholders(launch: &Launch) -> Result<(), LaunchError> {
     Ok(())
 }
 
-/// A protected file is protected as an inode: an allowed write to a file with several hard
-/// links is refused when one of its other names is on pi's control surface or matches
-/// denyWrite (the scan finds those names, as it does for bash's mounts).
-fn hard_link_check(guard: &Guard, decision: Decision) -> Decision {
-    use std::os::unix::fs::MetadataExt;
-    if decision.op != Op::Write || !decision.allowed() || !guard.active() {
-        return decision;
-    }
-    let linked =
-        std::fs::symlink_metadata(&decision.path).is_ok_and(|m| m.is_file() && m.nlink() > 1);
-    if !linked {
-        return decision;
-    }
-    let scan = launch::scan(guard);
-    let Some(found) = scan.protected.iter().find(|f| f.path == decision.path) else {
-        return decision;
-    };
-    let label = match &found.why {
-        crate::guard::Protection::DenyWrite(l) => l.clone(),
-        crate::guard::Protection::Surface(h) => format!("{} {}", h.entry.what, h.root.display()),
-    };
-    Decision {
-        verdict: Verdict::Deny,
-        rule: label.clone(),
-        source: Source::Mandatory.to_string(),
-        reason: format!(
-            "Blocked write to {}: it is a {label} (the same file under another name), and a write would change that file too. Remove this name first if you meant a separate file.",
-            decision.path.display()
-        ),
-        ..decision
-    }
-}
-
 fn blocked_reason(findings: &[Finding]) -> String {
     let mut out = String::from(
         "Blocked: an earlier sandboxed command left files on pi's control surface that the sandbox could not move aside, so no command runs until they are gone:",
@@ -182,6 +149,8 @@ pub struct Session {
     stamp: Stamp,
     /// Protected paths seen before each command, to spot what a command created.
     auditor: std::cell::RefCell<Auditor>,
+    /// Second names of protected files from the last scan (see `Scan::second_names`).
+    second_names: std::cell::RefCell<Option<Vec<Found>>>,
 }
 
 struct Loaded {
@@ -212,6 +181,7 @@ impl Session {
             mode_override: None,
             stamp: vec![],
             auditor: Default::default(),
+            second_names: Default::default(),
         };
         s.reload();
         s
@@ -288,9 +258,49 @@ impl Session {
         }
     }
 
+    /// What a scan found, kept for the guard's second-name check.
+    fn remember(&self, scan: &Scan) {
+        *self.second_names.borrow_mut() = Some(scan.second_names.clone());
+    }
+
+    /// A protected file is protected under every name: an allowed write is refused when the
+    /// path is a hard link to a protected file, or lies in what a protected symlink points
+    /// to (`.git/hooks -> ../githooks`). The scan finds those names, as it does for bash's
+    /// mounts; a file with several links is always checked against a fresh scan.
+    fn second_name_check(&self, guard: &Guard, decision: Decision) -> Decision {
+        use std::os::unix::fs::MetadataExt;
+        if decision.op != Op::Write || !decision.allowed() || !guard.active() {
+            return decision;
+        }
+        let linked =
+            std::fs::symlink_metadata(&decision.path).is_ok_and(|m| m.is_file() && m.nlink() > 1);
+        if linked || self.second_names.borrow().is_none() {
+            self.remember(&launch::scan(guard));
+        }
+        let names = self.second_names.borrow();
+        let Some(found) = names
+            .iter()
+            .flatten()
+            .find(|f| crate::protected::is_under(&decision.path, &f.path))
+        else {
+            return decision;
+        };
+        let label = found.why.label();
+        Decision {
+            verdict: Verdict::Deny,
+            rule: label.clone(),
+            source: Source::Mandatory.to_string(),
+            reason: format!(
+                "Blocked write to {}: it is the {label}, the same file under another name; a write would change that file too. Edit it yourself outside pi if the change is wanted.",
+                decision.path.display()
+            ),
+            ..decision
+        }
+    }
+
     pub fn check(&self, op: Op, path: &Path) -> Decision {
         match self.guard() {
-            Some(g) => hard_link_check(g, g.check(op, path)),
+            Some(g) => self.second_name_check(g, g.check(op, path)),
             None => self.refused(op, path),
         }
     }
@@ -299,7 +309,7 @@ impl Session {
         match self.guard() {
             Some(g) => {
                 let (d, mut steps) = g.explain(op, path);
-                let checked = hard_link_check(g, d.clone());
+                let checked = self.second_name_check(g, d.clone());
                 if checked != d {
                     steps.push(Step {
                         rule: checked.rule.clone(),
@@ -317,7 +327,7 @@ impl Session {
     pub fn check_tool(&self, tool: &str, input: &Value) -> Option<ToolCheck> {
         match self.guard() {
             Some(g) => tools::check_tool(g, tool, input, &self.options.env.home).map(|mut c| {
-                c.decision = hard_link_check(g, c.decision);
+                c.decision = self.second_name_check(g, c.decision);
                 c
             }),
             None if tools::GUARDED_TOOLS.contains(&tool) => Some(ToolCheck {
@@ -429,6 +439,7 @@ impl Session {
                 }
                 let scan = launch::scan(guard);
                 auditor.baseline(&scan);
+                self.remember(&scan);
                 let launch = bwrap(guard, program, &scan).and_then(|l| {
                     create_placeholders(&l)?;
                     Ok(l)
@@ -468,7 +479,14 @@ impl Session {
             return vec![];
         }
         let now = launch::scan(guard);
-        self.auditor.borrow_mut().after(&now)
+        let findings = self.auditor.borrow_mut().after(&now);
+        // What the audit moved aside is gone: scan again only if it moved anything.
+        if findings.iter().any(|f| f.moved_to.is_some()) {
+            self.remember(&launch::scan(guard));
+        } else {
+            self.remember(&now);
+        }
+        findings
     }
 
     /// Notes for a sandboxed command's output: each path an error line says could not be
@@ -490,7 +508,7 @@ impl Session {
                 let Ok(p) = crate::paths::expand(&candidate, &self.options.env.home, cwd) else {
                     continue;
                 };
-                let d = hard_link_check(guard, guard.check(Op::Write, &p));
+                let d = self.second_name_check(guard, guard.check(Op::Write, &p));
                 if d.verdict != Verdict::Deny || !seen.insert(d.path.clone()) {
                     continue;
                 }

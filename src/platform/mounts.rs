@@ -238,6 +238,10 @@ pub struct Scan {
     pub audited: Vec<Found>,
     /// Every git dir found (each gets its hooks placeholder).
     pub git_dirs: Vec<PathBuf>,
+    /// Other names of protected files, also in `protected`: the targets of protected names
+    /// that are symlinks, and hard links to protected files. The path guard needs them: its
+    /// rules name the protected paths, not these.
+    pub second_names: Vec<Found>,
 }
 
 impl Scan {
@@ -303,11 +307,16 @@ pub fn scan_protected(guard: &Guard, roots: &[PathBuf]) -> Scan {
                     if let Ok(tmeta) = std::fs::symlink_metadata(&target) {
                         collect_linked_inodes(&target, &tmeta, usize::MAX, &mut linked_inodes);
                     }
-                    scan.protected.push(Found {
+                    let found = Found {
                         path: target,
-                        why: why.clone(),
+                        why: Protection::LinkTarget {
+                            link: path.to_path_buf(),
+                            of: Box::new(why.clone()),
+                        },
                         fingerprint: Vec::new(),
-                    });
+                    };
+                    scan.second_names.push(found.clone());
+                    scan.protected.push(found);
                 }
             }
         }
@@ -348,14 +357,13 @@ pub fn scan_protected(guard: &Guard, roots: &[PathBuf]) -> Scan {
             if let Ok(meta) = std::fs::symlink_metadata(path) {
                 if let Some(of) = linked_inodes.get(&(meta.dev(), meta.ino())) {
                     if of != path {
-                        scan.protected.push(Found {
-                            why: Protection::DenyWrite(format!(
-                                "hard link to protected {}",
-                                of.display()
-                            )),
+                        let found = Found {
+                            why: Protection::HardLink { of: of.clone() },
                             path: path.to_path_buf(),
                             fingerprint: Vec::new(),
-                        });
+                        };
+                        scan.second_names.push(found.clone());
+                        scan.protected.push(found);
                     }
                 }
             }
