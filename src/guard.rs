@@ -616,7 +616,12 @@ impl Guard {
         make: impl Fn(Verdict, String, String, String) -> Decision,
     ) -> Decision {
         let shown = path.display();
-        let mut is_git_dir = protected::is_git_dir_on_disk;
+        // Both questions below ask about the same ancestors: answer each once. Only git dirs
+        // inside allowWrite count: a write anywhere else is refused whatever it is, and each
+        // directory asked about costs a lookup on disk.
+        let mut git_dirs = protected::GitDirCache::default();
+        let mut is_git_dir =
+            |p: &Path| self.allow_write_root(p).is_some() && git_dirs.is_git_dir(p);
         let surface = self.control_surface(path, &mut is_git_dir);
         steps.push(|| Step {
             rule: "pi control surface".into(),

@@ -277,16 +277,12 @@ pub fn is_git_dir_on_disk(dir: &Path) -> bool {
     if dir.file_name() == Some(OsStr::new(".git")) {
         return kind(dir).is_none_or(|t| t.is_dir());
     }
-    let Some(t) = kind(dir) else {
-        // Not made yet: only a submodule's git dir is known by where it will be.
-        return in_modules_of_git_dir(dir);
-    };
-    if !t.is_dir() {
-        return false;
-    }
+    // `HEAD` first: one failed lookup settles most directories (a missing or non-directory
+    // `dir` fails it too).
     (kind(&dir.join("HEAD")).is_some_and(|t| t.is_file() || t.is_symlink())
         && kind(&dir.join("objects")).is_some_and(|t| t.is_dir())
         && kind(&dir.join("refs")).is_some_and(|t| t.is_dir()))
+        // Not made yet, or not complete: a submodule's git dir is known by where it is.
         || in_modules_of_git_dir(dir)
 }
 

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::Mode;
 use crate::guard::{Guard, Protection};
-use crate::protected::{GitDirCache, Keep, Place, TABLE};
+use crate::protected::{is_under, GitDirCache, Keep, Place, TABLE};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum MountKind {
@@ -291,7 +291,8 @@ pub fn scan_protected(guard: &Guard, roots: &[PathBuf]) -> Scan {
         if file_type.is_dir() && git.is_git_dir(path) {
             scan.git_dirs.push(path.to_path_buf());
         }
-        let mut is_git_dir = |p: &Path| git.is_git_dir(p);
+        // Git dirs above the writable trees cannot hold anything this walk finds.
+        let mut is_git_dir = |p: &Path| roots.iter().any(|r| is_under(p, r)) && git.is_git_dir(p);
         let Some(why) = guard.write_protection(path, &mut is_git_dir) else {
             return Walk::Descend;
         };
