@@ -140,6 +140,37 @@ test("a .git file the agent writes does not make another repository writable", a
   assert.equal(existsSync(path.join(other, ".git", "hooks", "post-checkout")), false);
 });
 
+test("a gitfile pointing at a git dir the agent assembled runs nothing when the user runs git there", async (t) => {
+  const w = makeWorld("esc-gitdir");
+  t.after(w.cleanup);
+  const marker = path.join(w.root, "outside", "HOST-RAN");
+  userRepo(w.project);
+  // git takes `evil` as a repository: HEAD and a commondir naming `store`, which has objects
+  // and refs (and no HEAD) and a config whose fsmonitor git runs on every status
+  const assemble = [
+    "mkdir -p store/objects store/refs evil sub",
+    `printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = "echo ran >> ${marker}; false"\\n' > store/config`,
+    "echo 'ref: refs/heads/main' > evil/HEAD",
+    "echo ../store > evil/commondir",
+    "echo 'gitdir: ../evil' > sub/.git",
+    "echo assembled",
+  ].join(" && ");
+  const r = await runPi({
+    world: w,
+    script: [[call("bash", { command: assemble })], [call("write", { path: "sub2/.git", content: "gitdir: ../evil\n" })]],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const res = byId(r.results);
+  assert.match(res.call_0_0, /assembled/);
+  assert.match(res.call_0_0, /store\/config was created or changed by the command and moved to/);
+  assert.match(res.call_0_0, /sub\/\.git was created or changed by the command and moved to/);
+  assert.match(res.call_1_0, /gitfile/);
+  assert.equal(existsSync(path.join(w.project, "sub2", ".git")), false);
+  // the user runs git where the agent pointed: nothing of the agent's runs
+  const st = hostGit(path.join(w.project, "sub"), "status");
+  assert.equal(existsSync(marker), false, `fsmonitor ran on the host: ${st.stderr}`);
+});
+
 test("reads and writes through /proc/self/cwd and `..` after a planted link reach the file the kernel opens", async (t) => {
   const w = makeWorld("esc-proc");
   t.after(w.cleanup);

@@ -268,6 +268,36 @@ fn live_hooks(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Whether the gitfile `path` points at a git dir git made for it: a linked worktree's
+/// admin dir (`<common>/worktrees/<name>`) whose `gitdir` back-link names `path`, or a
+/// submodule's git dir (`<git dir>/modules/...`).
+fn gitfile_is_linked(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(text) = std::fs::read(path) else {
+        return false;
+    };
+    let Some(rest) = text.strip_prefix(b"gitdir:") else {
+        return false;
+    };
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    let Ok(target) =
+        crate::paths::canonicalize(&dir.join(std::ffi::OsStr::from_bytes(rest.trim_ascii())))
+    else {
+        return false;
+    };
+    let same = |a: &Path, b: &Path| matches!((crate::paths::canonicalize(a), crate::paths::canonicalize(b)), (Ok(x), Ok(y)) if x == y);
+    if let Ok(back) = std::fs::read(target.join("gitdir")) {
+        let back = target.join(std::ffi::OsStr::from_bytes(back.trim_ascii()));
+        if same(&back, path) {
+            return true;
+        }
+    }
+    target.ancestors().skip(1).any(|a| {
+        a.file_name() == Some(std::ffi::OsStr::new("modules"))
+            && a.parent().is_some_and(crate::protected::is_git_dir_on_disk)
+    })
+}
+
 /// Judges one new (`before` None) or changed path by its table entry's rule.
 fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
     let path = &found.path;
@@ -325,6 +355,16 @@ fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
                     "this git config sets {} (can run commands outside the sandbox); git works without it",
                     bad.join(", ")
                 ),
+                restore,
+            ))
+        }
+        OnChange::MoveUnlessGitLinked => {
+            if gitfile_is_linked(path) {
+                return None;
+            }
+            Some(quarantine(
+                path,
+                &format!("{what}; it names no git dir that git itself linked to it (a worktree's admin dir or a submodule's git dir)"),
                 restore,
             ))
         }

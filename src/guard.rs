@@ -635,7 +635,7 @@ impl Guard {
                 Source::Mandatory.to_string(),
                 format!(
                     "Blocked write to {shown}: it is part of pi's control surface ({}: {}), which the agent may never change, whatever the config says. Edit it yourself outside pi if the change is wanted.",
-                    hit.root.display(),
+                    surface_label(&hit),
                     hit.entry.why
                 ),
             );

@@ -285,6 +285,9 @@ pub fn surface_regexes(git_dirs: &[PathBuf]) -> Vec<String> {
     for e in TABLE {
         match e.place {
             Place::Name(n) => out.push(format!("(^|/){}(/.*)?$", regex_escape(n))),
+            // SBPL cannot tell a new file from a new directory by name, and refusing every
+            // new `.git` would stop `git init` and `git clone`: gitfiles are audited instead.
+            Place::GitFile => {}
             Place::Git(rel) => {
                 out.push(format!("/\\.git/{}(/.*)?$", regex_part(rel)));
                 for g in git_dirs {
@@ -314,9 +317,13 @@ fn regex_escape(s: &str) -> String {
 
 /// The macOS profile for `guard`: the same rules as the mount plan, as SBPL. Unlike mounts,
 /// SBPL matches paths that do not exist yet, so new names of the table are refused up front.
-pub fn seatbelt_policy(guard: &Guard, network: bool, tmp_dir: &Path) -> SeatbeltPolicy {
+pub fn seatbelt_policy(
+    guard: &Guard,
+    network: bool,
+    tmp_dir: &Path,
+    scan: &Scan,
+) -> SeatbeltPolicy {
     let env = guard.env();
-    let scan = scan(guard);
     let mut protected: Vec<PathBuf> = guard
         .anchors()
         .fixed_paths()
@@ -364,8 +371,9 @@ pub fn seatbelt_bash(
     network: bool,
     command: &str,
     tmp_dir: &Path,
+    scan: &Scan,
 ) -> Result<Launch, LaunchError> {
-    let profile = seatbelt::build(&seatbelt_policy(guard, network, tmp_dir));
+    let profile = seatbelt::build(&seatbelt_policy(guard, network, tmp_dir, scan));
     let profile_file = write_temp(tmp_dir, "pi-sandbox", ".sb", profile.as_bytes())?;
     let script = match write_script(tmp_dir, command) {
         Ok(s) => s,
@@ -447,6 +455,7 @@ mod tests {
             false,
             "echo hi",
             &tmp,
+            &scan(&guard),
         )
         .unwrap();
         let profile_file = &l.temp_files[0];

@@ -26,6 +26,9 @@ pub enum Place {
     /// A path inside a git directory (a `.git` directory, a bare repository, a submodule's
     /// git dir under `modules/`); `*` stands for exactly one component.
     Git(&'static str),
+    /// A `.git` that is not a directory: a gitfile (`gitdir: <path>`) makes git use another
+    /// directory as the repository, with its config and hooks.
+    GitFile,
 }
 
 /// How bash keeps an entry from being changed.
@@ -51,6 +54,9 @@ pub enum OnChange {
     MoveIfUnsafeGitConfig,
     /// Moved aside unless it holds exactly this line (git's own value).
     MoveUnlessContent(&'static str),
+    /// Moved aside unless it points at a git dir git itself linked to it: a worktree's admin
+    /// dir whose `gitdir` back-link names it, or a submodule's git dir under `modules/`.
+    MoveUnlessGitLinked,
     /// Git rewrites it itself and nothing runs from it: accepted.
     Accept,
 }
@@ -89,7 +95,7 @@ const fn entry(
 
 use Keep::{Audit, Mount};
 use OnChange::*;
-use Place::{AgentDir, Git, Home, Name, SessionDir};
+use Place::{AgentDir, Git, GitFile, Home, Name, SessionDir};
 
 const RC: &str = "a shell start-up file: your shell runs it on the host";
 const GIT_CONFIG: &str = "git config: keys like core.hooksPath, core.fsmonitor, aliases and filters run commands on the host the next time you use git";
@@ -138,6 +144,9 @@ pub static TABLE: &[Entry] = &[
         "it tells git to read a worktree's config and hooks from another directory"),
     entry(Git("worktrees/*/gitdir"), Audit, Accept, false, "git worktree back-link",
         "git's record of where a worktree lives; the sandbox trusts worktrees through it"),
+    // Compared rather than mounted: `git worktree remove` deletes the worktree, gitfile and all.
+    entry(GitFile, Audit, MoveUnlessGitLinked, false, "gitfile",
+        "a .git file makes git, run there on the host, use the directory it names as the repository, with that directory's config and hooks"),
 ];
 
 /// The entries that take part in the name walk (everything but the fixed locations).
@@ -194,7 +203,7 @@ impl Anchors {
                 AgentDir => fixed.push((agent_dir.to_path_buf(), e)),
                 SessionDir => fixed.extend(session_dir.map(|d| (d.to_path_buf(), e))),
                 Home(rel) => fixed.push((home.join(rel), e)),
-                Name(_) | Git(_) => {}
+                Name(_) | Git(_) | GitFile => {}
             }
         }
         Anchors { fixed }
@@ -228,6 +237,15 @@ impl Anchors {
         }
         if let Some((e, a)) = by_name {
             return hit(e, a);
+        }
+        // A `.git` that is not a directory (or not there yet: what a write would make is a
+        // file). The only fact asked of the disk beyond `is_git_dir`.
+        if path.file_name() == Some(OsStr::new(".git"))
+            && !std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
+        {
+            if let Some(e) = TABLE.iter().find(|e| e.place == GitFile) {
+                return hit(e, path);
+            }
         }
         // Git entries, relative to each git dir among the ancestors, outermost first: a
         // submodule's git dir sits inside its parent's, and the parent's `modules/*/...`
@@ -269,19 +287,22 @@ impl Anchors {
     }
 }
 
-/// Whether `dir` is a git directory as git itself tells one: a directory named `.git` (also
-/// one not created yet), one holding `HEAD`, `objects/` and `refs/` (a bare repository, a
-/// submodule's git dir), or a directory directly inside a git dir's `modules/`.
+/// Whether `dir` is (or could serve git as) a git directory: a directory named `.git` (also
+/// one not created yet), one holding `objects/` and `refs/` (a bare repository, a
+/// submodule's git dir), one holding a `commondir` file (a linked worktree's admin dir, or a
+/// directory a planted gitfile points at), or one directly inside a git dir's `modules/`.
 pub fn is_git_dir_on_disk(dir: &Path) -> bool {
     let kind = |p: &Path| std::fs::symlink_metadata(p).ok().map(|m| m.file_type());
     if dir.file_name() == Some(OsStr::new(".git")) {
         return kind(dir).is_none_or(|t| t.is_dir());
     }
-    // `HEAD` first: one failed lookup settles most directories (a missing or non-directory
-    // `dir` fails it too).
-    (kind(&dir.join("HEAD")).is_some_and(|t| t.is_file() || t.is_symlink())
-        && kind(&dir.join("objects")).is_some_and(|t| t.is_dir())
-        && kind(&dir.join("refs")).is_some_and(|t| t.is_dir()))
+    let is_dir = |p: &Path| kind(p).is_some_and(|t| t.is_dir());
+    let is_file = |p: &Path| kind(p).is_some_and(|t| t.is_file() || t.is_symlink());
+    // What git accepts as a repository, HEAD aside (a gitfile can point git at a directory
+    // without one, and git's common-dir lookup needs none): its own object store and refs,
+    // or a `commondir` naming where they are.
+    (is_dir(&dir.join("objects")) && is_dir(&dir.join("refs")))
+        || is_file(&dir.join("commondir"))
         // Not made yet, or not complete: a submodule's git dir is known by where it is.
         || in_modules_of_git_dir(dir)
 }
@@ -383,6 +404,11 @@ mod tests {
         );
         assert_eq!(what("/s/x.jsonl", &[]).unwrap().0, "pi session dir");
         assert_eq!(what("/h/proj/.bashrc", &[]), None);
+        // a .git that is not a directory (here: not on disk, so a write would make a file)
+        assert_eq!(
+            what("/nonexistent-test/w/sub/.git", &[]).unwrap().0,
+            "gitfile"
+        );
     }
 
     #[test]
@@ -394,6 +420,11 @@ mod tests {
         std::fs::write(r.join("bare/HEAD"), "ref: refs/heads/main\n").unwrap();
         std::fs::create_dir_all(r.join("bare/modules/s")).unwrap();
         std::fs::create_dir_all(r.join("plain")).unwrap();
+        // no HEAD: git still takes it as a common dir; a commondir file makes a git dir too
+        std::fs::create_dir_all(r.join("headless/objects")).unwrap();
+        std::fs::create_dir_all(r.join("headless/refs")).unwrap();
+        std::fs::create_dir_all(r.join("linked")).unwrap();
+        std::fs::write(r.join("linked/commondir"), "../headless\n").unwrap();
         std::fs::write(r.join("wt.git"), "").unwrap();
         std::fs::create_dir_all(r.join("f")).unwrap();
         std::fs::write(r.join("f/.git"), "gitdir: /x\n").unwrap();
@@ -404,6 +435,8 @@ mod tests {
             "a .git not made yet"
         );
         assert!(!is_git_dir_on_disk(&r.join("plain")));
+        assert!(is_git_dir_on_disk(&r.join("headless")));
+        assert!(is_git_dir_on_disk(&r.join("linked")));
         assert!(
             !is_git_dir_on_disk(&r.join("f/.git")),
             "a gitfile is not a dir"

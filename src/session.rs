@@ -56,7 +56,7 @@ pub struct Options {
     pub approval_mode: Option<String>,
 }
 
-type SeatbeltBuild<'a> = &'a dyn Fn(&Guard, &Path) -> Result<Launch, LaunchError>;
+type SeatbeltBuild<'a> = &'a dyn Fn(&Guard, &Path, &Scan) -> Result<Launch, LaunchError>;
 
 fn built(launch: Result<Launch, LaunchError>) -> Prepared {
     match launch {
@@ -382,8 +382,8 @@ impl Session {
         self.prepare(
             network,
             |guard, program, scan| launch::bwrap_bash(guard, program, on, command, &tmp, scan),
-            Some(&|guard: &Guard, program: &Path| {
-                launch::seatbelt_bash(guard, program, on, command, &tmp)
+            Some(&|guard: &Guard, program: &Path, scan: &Scan| {
+                launch::seatbelt_bash(guard, program, on, command, &tmp, scan)
             }),
         )
     }
@@ -420,36 +420,34 @@ impl Session {
             mode: guard.mode().value,
             network,
         });
-        match (decision, &capability) {
-            (BashDecision::Unsandboxed { reason }, _) => Prepared::Unsandboxed(reason),
-            (BashDecision::Denied { reason }, _) => Prepared::Denied(reason),
+        if let BashDecision::Unsandboxed { reason } = decision {
+            return Prepared::Unsandboxed(reason);
+        }
+        if let BashDecision::Denied { reason } = decision {
+            return Prepared::Denied(reason);
+        }
+        let mut auditor = self.auditor.borrow_mut();
+        // Fail closed: what an earlier command left that could not be neutralised blocks
+        // every command until it is gone or safe.
+        let blocking = auditor.retry_blocked();
+        if !blocking.is_empty() {
+            return Prepared::Denied(blocked_reason(&blocking));
+        }
+        // The baseline of the audit after the command, whichever OS layer runs it.
+        let scan = launch::scan(guard);
+        auditor.baseline(&scan);
+        self.remember(&scan);
+        let launch = match (decision, &capability) {
             (
                 BashDecision::Sandboxed {
                     adapter: Adapter::Bwrap,
                     ..
                 },
                 Capability::Bwrap { program },
-            ) => {
-                let mut auditor = self.auditor.borrow_mut();
-                // Fail closed: what an earlier command left that could not be neutralised
-                // blocks every command until it is gone or safe.
-                let blocking = auditor.retry_blocked();
-                if !blocking.is_empty() {
-                    return Prepared::Denied(blocked_reason(&blocking));
-                }
-                let scan = launch::scan(guard);
-                auditor.baseline(&scan);
-                self.remember(&scan);
-                let launch = bwrap(guard, program, &scan).and_then(|l| {
-                    create_placeholders(&l)?;
-                    Ok(l)
-                });
-                // Placeholders are ours: the audit must not take them for the command's work.
-                if let Ok(l) = &launch {
-                    auditor.baseline_paths(&l.placeholders);
-                }
-                built(launch)
-            }
+            ) => bwrap(guard, program, &scan).and_then(|l| {
+                create_placeholders(&l)?;
+                Ok(l)
+            }),
             (
                 BashDecision::Sandboxed {
                     adapter: Adapter::Seatbelt,
@@ -457,15 +455,22 @@ impl Session {
                 },
                 Capability::SandboxExec { program },
             ) => match seatbelt {
-                Some(build) => built(build(guard, program)),
-                None => Prepared::Denied(
+                Some(build) => build(guard, program, &scan),
+                None => return Prepared::Denied(
                     "Blocked: on macOS, `pi-sandbox run` takes a shell command: pi-sandbox run -- bash -c '...'".into(),
                 ),
             },
-            (BashDecision::Sandboxed { .. }, _) => {
-                Prepared::Denied("Blocked: the sandbox adapter does not match this platform.".into())
+            _ => {
+                return Prepared::Denied(
+                    "Blocked: the sandbox adapter does not match this platform.".into(),
+                )
             }
+        };
+        // Placeholders are ours: the audit must not take them for the command's work.
+        if let Ok(l) = &launch {
+            auditor.baseline_paths(&l.placeholders);
         }
+        built(launch)
     }
 
     /// After a sandboxed command: neutralises control-surface paths it created (a `.pi`

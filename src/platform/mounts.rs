@@ -117,7 +117,16 @@ pub fn plan(guard: &Guard, facts: &Facts, network: bool, script: Option<&Path>) 
     for e in TABLE.iter().filter(|e| e.placeholder) {
         let candidates: Vec<PathBuf> = match e.place {
             Place::Name(n) => vec![env.cwd.join(n)],
-            Place::Git(rel) => facts.scan.git_dirs.iter().map(|g| g.join(rel)).collect(),
+            // Only git dirs with their own object store: a linked worktree's admin dir takes
+            // its hooks from the common dir, and `git worktree remove` must be able to
+            // delete it (a mount point inside would make that fail).
+            Place::Git(rel) => facts
+                .scan
+                .git_dirs
+                .iter()
+                .filter(|g| kind(&g.join("objects")) == FileKind::Dir)
+                .map(|g| g.join(rel))
+                .collect(),
             _ => vec![],
         };
         for p in candidates {
