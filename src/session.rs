@@ -697,6 +697,40 @@ mod tests {
     }
 
     #[test]
+    fn second_names_of_protected_files_are_refused_to_the_file_tools() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = std::fs::canonicalize(t.path()).unwrap();
+        let proj = dir.join("proj");
+        std::fs::create_dir_all(proj.join(".git/objects")).unwrap();
+        std::fs::create_dir_all(proj.join(".git/refs")).unwrap();
+        std::fs::write(proj.join(".git/config"), "[core]\n").unwrap();
+        // .git/hooks is a link to a directory outside the project (the file tools could
+        // write there if allowWrite reaches it: allow it to show the link is what refuses)
+        let outside = dir.join("outside-hooks");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, proj.join(".git/hooks")).unwrap();
+        std::fs::hard_link(proj.join(".git/config"), proj.join("cfg")).unwrap();
+        std::fs::create_dir_all(proj.join(".pi")).unwrap();
+        std::fs::write(
+            proj.join(".pi/sandbox.json"),
+            format!(
+                r#"{{"filesystem":{{"allowWrite":[".","{}"]}}}}"#,
+                outside.display()
+            ),
+        )
+        .unwrap();
+        let s = session(&dir);
+        let d = s.check(Op::Write, &outside.join("pre-commit"));
+        assert_eq!(d.verdict, Verdict::Deny, "{d:?}");
+        assert!(d.rule.starts_with("target of protected link"), "{}", d.rule);
+        let d = s.check(Op::Write, &proj.join("cfg"));
+        assert_eq!(d.verdict, Verdict::Deny, "{d:?}");
+        assert!(d.rule.starts_with("hard link to protected"), "{}", d.rule);
+        // an ordinary file next to them stays writable
+        assert!(s.check(Op::Write, &proj.join("src.txt")).allowed());
+    }
+
+    #[test]
     fn error_lines_name_their_paths() {
         assert_eq!(
             paths_in_error_line(

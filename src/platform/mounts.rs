@@ -312,20 +312,22 @@ pub fn scan_protected(guard: &Guard, roots: &[PathBuf]) -> Scan {
         collect_linked_inodes(path, &meta, usize::MAX, &mut linked_inodes);
         if meta.file_type().is_symlink() {
             // The kernel follows the link: what it points to is what git or pi load.
+            // Bash needs a mount only inside its writable trees; the path guard needs the
+            // target wherever it is (the file tools can write the host's /tmp).
             if let Ok(target) = crate::paths::canonicalize(path) {
-                if roots.iter().any(|r| target.starts_with(r)) {
+                let found = Found {
+                    path: target.clone(),
+                    why: Protection::LinkTarget {
+                        link: path.to_path_buf(),
+                        of: Box::new(why.clone()),
+                    },
+                    fingerprint: Vec::new(),
+                };
+                scan.second_names.push(found.clone());
+                if roots.iter().any(|r| is_under(&target, r)) {
                     if let Ok(tmeta) = std::fs::symlink_metadata(&target) {
                         collect_linked_inodes(&target, &tmeta, usize::MAX, &mut linked_inodes);
                     }
-                    let found = Found {
-                        path: target,
-                        why: Protection::LinkTarget {
-                            link: path.to_path_buf(),
-                            of: Box::new(why.clone()),
-                        },
-                        fingerprint: Vec::new(),
-                    };
-                    scan.second_names.push(found.clone());
                     scan.protected.push(found);
                 }
             }
