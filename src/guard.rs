@@ -230,13 +230,20 @@ impl RuleSetBuilder {
 impl RuleSet {
     /// The first rule (in config order) that matches `path` or one of its ancestors.
     fn first_match(&self, path: &Path) -> Option<&Rule> {
+        self.first_match_outside(path, None)
+    }
+
+    /// `first_match`, leaving out the ancestors strictly below `exempt` (a directory whose
+    /// contents the rules do not apply to; the directory itself still counts).
+    fn first_match_outside(&self, path: &Path, exempt: Option<&Path>) -> Option<&Rule> {
         let mut best: Option<usize> = None;
         let mut keep = |i: usize| {
             if best.is_none_or(|b| i < b) {
                 best = Some(i);
             }
         };
-        for ancestor in path.ancestors() {
+        let below_exempt = |a: &Path| exempt.is_some_and(|e| a != e && protected::is_under(a, e));
+        for ancestor in path.ancestors().skip_while(|a| below_exempt(a)) {
             if let Some(&i) = self.literal.get(ancestor) {
                 keep(i);
             }
@@ -641,17 +648,16 @@ impl Guard {
             );
         }
         let exempt = self.deny_write_exemption(path, &mut is_git_dir);
-        let deny = match &exempt {
-            Some(_) => None,
-            None => self.deny_write.first_match(path),
-        };
+        let deny = self
+            .deny_write
+            .first_match_outside(path, exempt.as_ref().map(|(dir, _)| dir.as_path()));
         steps.push(|| match &exempt {
-            Some(why) => Step {
+            Some((_, why)) if deny.is_none() => Step {
                 rule: format!("denyWrite not applied: {why}"),
                 source: Source::Mandatory.to_string(),
                 matched: false,
             },
-            None => rule_step("denyWrite", deny),
+            _ => rule_step("denyWrite", deny),
         });
         if let Some(rule) = deny {
             return make(
@@ -728,11 +734,12 @@ impl Guard {
     /// in a git dir's data, below an allowWrite root. Files there are the package
     /// manager's or git's, not the user's (pip's `cacert.pem`), and pinning them would make
     /// the tree impossible to remove or rebuild. pi's control surface still applies there.
+    /// Returns the exempt directory (its contents are exempt, not itself) and why.
     fn deny_write_exemption(
         &self,
         path: &Path,
         is_git_dir: &mut dyn FnMut(&Path) -> bool,
-    ) -> Option<String> {
+    ) -> Option<(PathBuf, String)> {
         let root = self.allow_write_root(path)?;
         let mut dir = root.path.clone();
         let below = path.strip_prefix(&root.path).ok()?;
@@ -743,14 +750,16 @@ impl Guard {
             dir.push(c);
             if let Some(name) = c.as_os_str().to_str() {
                 if DEPENDENCY_TREES.contains(&name) {
-                    return Some(format!(
+                    let why = format!(
                         "{} is a rebuildable dependency tree ({name})",
                         dir.display()
-                    ));
+                    );
+                    return Some((dir, why));
                 }
             }
             if is_git_dir(&dir) {
-                return Some(format!("{} is git's data", dir.display()));
+                let why = format!("{} is git's data", dir.display());
+                return Some((dir, why));
             }
         }
         None
@@ -825,11 +834,9 @@ impl Guard {
         if let Some(hit) = self.control_surface(canonical, is_git_dir) {
             return Some(Protection::Surface(hit));
         }
-        if self.deny_write_exemption(canonical, is_git_dir).is_some() {
-            return None;
-        }
+        let exempt = self.deny_write_exemption(canonical, is_git_dir);
         self.deny_write
-            .first_match(canonical)
+            .first_match_outside(canonical, exempt.as_ref().map(|(dir, _)| dir.as_path()))
             .map(|r| Protection::DenyWrite(r.label.clone()))
     }
 

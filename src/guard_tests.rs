@@ -637,4 +637,14 @@ fn dependency_trees_and_git_data_are_exempt_from_deny_write_in_the_guard_too() {
     assert_eq!(verdict(&g, Op::Write, &w.p("proj/a/.env")), Verdict::Deny);
     // only a directory exempts: a file named `.env` directly in the project is denied
     assert_eq!(verdict(&g, Op::Write, &w.p("proj/.env")), Verdict::Deny);
+    // the exemption covers what is below the tree, not a match above it (bash binds a
+    // denied directory whole, dependency trees inside it included)
+    assert_eq!(
+        verdict(&g, Op::Write, &w.p("proj/.env.d/node_modules/x.ts")),
+        Verdict::Deny
+    );
+    assert_eq!(
+        verdict(&g, Op::Write, &w.p("proj/x.pem/target/y")),
+        Verdict::Deny
+    );
 }

@@ -238,6 +238,14 @@ impl Anchors {
         if let Some((e, a)) = by_name {
             return hit(e, a);
         }
+        // A `commondir` file makes the directory holding it a git dir (see `is_git_dir_on_disk`)
+        // and is then covered by `Git("commondir")` above; one being created is covered too,
+        // so that both layers judge it the same before and after it exists.
+        if path.file_name() == Some(OsStr::new("commondir")) {
+            if let Some(e) = TABLE.iter().find(|e| e.place == Git("commondir")) {
+                return hit(e, path);
+            }
+        }
         // A `.git` that is not a directory (or not there yet: what a write would make is a
         // file). The only fact asked of the disk beyond `is_git_dir`.
         if path.file_name() == Some(OsStr::new(".git"))
@@ -389,6 +397,8 @@ mod tests {
         }
         // not a git dir: an ordinary `config` file
         assert_eq!(what("/w/notgit/config", g), None);
+        // a commondir anywhere: writing it would make its directory a git dir
+        assert_eq!(what("/w/notgit/commondir", g).unwrap().0, "git commondir");
     }
 
     #[test]
