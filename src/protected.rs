@@ -238,23 +238,6 @@ impl Anchors {
         if let Some((e, a)) = by_name {
             return hit(e, a);
         }
-        // A `commondir` file makes the directory holding it a git dir (see `is_git_dir_on_disk`)
-        // and is then covered by `Git("commondir")` above; one being created is covered too,
-        // so that both layers judge it the same before and after it exists.
-        if path.file_name() == Some(OsStr::new("commondir")) {
-            if let Some(e) = TABLE.iter().find(|e| e.place == Git("commondir")) {
-                return hit(e, path);
-            }
-        }
-        // A `.git` that is not a directory (or not there yet: what a write would make is a
-        // file). The only fact asked of the disk beyond `is_git_dir`.
-        if path.file_name() == Some(OsStr::new(".git"))
-            && !std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
-        {
-            if let Some(e) = TABLE.iter().find(|e| e.place == GitFile) {
-                return hit(e, path);
-            }
-        }
         // Git entries, relative to each git dir among the ancestors, outermost first: a
         // submodule's git dir sits inside its parent's, and the parent's `modules/*/...`
         // entries say how its files are kept.
@@ -283,6 +266,23 @@ impl Anchors {
                         return hit(e, &root);
                     }
                 }
+            }
+        }
+        // A `commondir` file makes the directory holding it a git dir (see `is_git_dir_on_disk`)
+        // and is then covered by `Git("commondir")` there; one being created is covered too,
+        // so that both layers judge it the same before and after it exists.
+        if path.file_name() == Some(OsStr::new("commondir")) {
+            if let Some(e) = TABLE.iter().find(|e| e.place == Git("commondir")) {
+                return hit(e, path);
+            }
+        }
+        // A `.git` that is not a directory (or not there yet: what a write would make is a
+        // file). The only fact asked of the disk beyond `is_git_dir`.
+        if path.file_name() == Some(OsStr::new(".git"))
+            && !std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
+        {
+            if let Some(e) = TABLE.iter().find(|e| e.place == GitFile) {
+                return hit(e, path);
             }
         }
         None
