@@ -469,7 +469,7 @@ impl Guard {
     }
 
     fn run(&self, op: Op, path: &Path, mut steps: Trace) -> (Decision, Vec<Step>) {
-        let canonical = match paths::canonicalize(path) {
+        let (canonical, through) = match paths::canonicalize_traced(path) {
             Ok(p) => p,
             Err(e) => {
                 let d = Decision {
@@ -488,7 +488,43 @@ impl Guard {
             }
         };
         let d = self.decide(op, &canonical, &mut steps);
+        let d = self.through_denied_dir(d, &through, &mut steps);
         (d, steps.0.unwrap_or_default())
+    }
+
+    /// A path that leads through a denyRead directory (a link inside `~/.ssh` pointing out
+    /// of it) is refused like the directory: inside the sandbox that directory is an empty
+    /// mask, so the path does not exist there, and the layers must agree.
+    fn through_denied_dir(&self, d: Decision, through: &[PathBuf], steps: &mut Trace) -> Decision {
+        if d.verdict == Verdict::Deny || !self.active() || through.is_empty() {
+            return d;
+        }
+        let hit = through
+            .iter()
+            .find_map(|dir| self.deny_read.first_match(dir).map(|r| (dir, r)));
+        steps.push(|| Step {
+            rule: "path leads through a denyRead directory".into(),
+            source: hit.map_or_else(|| "all layers".into(), |(_, r)| r.source.clone()),
+            matched: hit.is_some(),
+        });
+        let Some((dir, rule)) = hit else {
+            return d;
+        };
+        Decision {
+            verdict: Verdict::Deny,
+            rule: rule.label.clone(),
+            source: rule.source.clone(),
+            reason: format!(
+                "Blocked {} of {}: the path leads through {}, which {} from {} hides (a link inside it points here). Use the path {} directly.",
+                d.op.as_str(),
+                d.path.display(),
+                dir.display(),
+                rule.label,
+                rule.source,
+                d.path.display()
+            ),
+            ..d
+        }
     }
 
     fn decide(&self, op: Op, path: &Path, steps: &mut Trace) -> Decision {

@@ -109,14 +109,27 @@ fn symlinks_into_a_denied_directory_are_followed() {
 }
 
 #[test]
-fn symlinks_out_of_a_denied_directory_are_judged_by_their_target() {
+fn paths_leading_through_a_denied_directory_are_refused_like_it() {
     let w = World::new();
     std::fs::write(w.p("proj/src/public.txt"), b"ok").unwrap();
     symlink(w.p("proj/src/public.txt"), w.p("home/.ssh/pointer")).unwrap();
+    symlink(w.p("proj/src"), w.p("home/.ssh/dir")).unwrap();
     let g = w.guard("{}");
-    // The kernel opens the target, which is not secret.
+    // Inside bash ~/.ssh is an empty mask: these paths do not exist there. The guard agrees,
+    // though the file the kernel would open on the host is not secret.
+    for via in ["home/.ssh/pointer", "home/.ssh/dir/public.txt"] {
+        let d = g.check(Op::Read, &w.p(via));
+        assert_eq!(d.verdict, Verdict::Deny, "{via}");
+        assert!(d.reason.contains("leads through"), "{}", d.reason);
+        assert_eq!(d.path, w.p("proj/src/public.txt"));
+    }
     assert_eq!(
-        verdict(&g, Op::Read, &w.p("home/.ssh/pointer")),
+        verdict(&g, Op::Write, &w.p("home/.ssh/dir/new.txt")),
+        Verdict::Deny
+    );
+    // the target by its own name is fine
+    assert_eq!(
+        verdict(&g, Op::Read, &w.p("proj/src/public.txt")),
         Verdict::Allow
     );
 }

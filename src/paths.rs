@@ -130,8 +130,30 @@ fn kernel_resolve(_path: &Path) -> Option<PathBuf> {
     None
 }
 
+/// `canonicalize`, plus every directory the resolution passed through that is not an
+/// ancestor of the result (a symlink inside a masked directory leads out of it, but the
+/// kernel still has to look inside). Empty when no symlink was involved: the cheap check is
+/// whether the result is just the lexical form of the input.
+pub fn canonicalize_traced(path: &Path) -> Result<(PathBuf, Vec<PathBuf>), PathError> {
+    let canonical = canonicalize(path)?;
+    if canonical == lexical_normalize(path) {
+        return Ok((canonical, Vec::new()));
+    }
+    let mut visited = Vec::new();
+    walk(path, Some(&mut visited))?;
+    visited.retain(|d| !canonical.starts_with(d));
+    visited.sort();
+    visited.dedup();
+    Ok((canonical, visited))
+}
+
 /// Component-by-component resolution, for paths the kernel cannot open.
 fn canonicalize_by_walk(path: &Path) -> Result<PathBuf, PathError> {
+    walk(path, None)
+}
+
+/// The walk behind `canonicalize_by_walk`; records each directory it looks inside.
+fn walk(path: &Path, mut visited: Option<&mut Vec<PathBuf>>) -> Result<PathBuf, PathError> {
     let mut pending: Vec<OsString> = Vec::new();
     push_components(path, &mut pending);
     let mut resolved = PathBuf::from("/");
@@ -147,6 +169,9 @@ fn canonicalize_by_walk(path: &Path) -> Result<PathBuf, PathError> {
         if missing {
             resolved = candidate;
             continue;
+        }
+        if let Some(v) = visited.as_deref_mut() {
+            v.push(resolved.clone());
         }
         match std::fs::symlink_metadata(&candidate) {
             Ok(meta) if meta.file_type().is_symlink() => {
@@ -450,6 +475,21 @@ mod tests {
             );
         }
         assert!(kernel_resolve(&root.join("l/f")).is_some());
+    }
+
+    #[test]
+    fn traced_resolution_names_the_directories_a_link_leads_through() {
+        let t = tempfile::tempdir().unwrap();
+        let root = real(&t);
+        std::fs::create_dir_all(root.join("masked/inner")).unwrap();
+        std::fs::create_dir_all(root.join("proj/src")).unwrap();
+        symlink(root.join("proj/src"), root.join("masked/inner/out")).unwrap();
+        let (c, through) = canonicalize_traced(&root.join("masked/inner/out/lib.rs")).unwrap();
+        assert_eq!(c, root.join("proj/src/lib.rs"));
+        assert!(through.contains(&root.join("masked/inner")), "{through:?}");
+        // no link on the way: nothing extra
+        let (_, none) = canonicalize_traced(&root.join("proj/src/lib.rs")).unwrap();
+        assert!(none.is_empty());
     }
 
     #[test]
