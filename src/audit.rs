@@ -44,7 +44,8 @@ impl fmt::Display for Finding {
     }
 }
 
-/// The prefix of a quarantine directory (the rest of its name is random).
+/// The prefix of a quarantine directory (the rest of its name is random); `protected::TABLE`
+/// lists it, so bash binds quarantines read-only and no scan looks inside them.
 pub const QUARANTINE_PREFIX: &str = ".pi-sandbox-quarantine-";
 
 /// git config keys a fresh repository may carry; any other key can run commands or redirect
@@ -188,6 +189,10 @@ impl Auditor {
     }
 }
 
+fn is_dir(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
+}
+
 fn is_empty_dir(path: &Path) -> bool {
     std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_none())
 }
@@ -301,21 +306,22 @@ fn gitfile_is_linked(path: &Path) -> bool {
 /// Judges one new (`before` None) or changed path by its table entry's rule.
 fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
     let path = &found.path;
+    // Content before the command, to put back: only for files compared by content.
+    let restore = before.filter(|b| !b.is_empty());
     let hit = match &found.why {
         Protection::Surface(hit) => hit,
+        // The file tools may not create it, so neither may a command: mounts can keep only
+        // existing files read-only, so a new one is moved aside (kept, never deleted).
         Protection::DenyWrite(label) => {
-            return Some(Finding {
-                path: path.clone(),
-                moved_to: None,
-                why: format!("it matches {label}; the OS layer can only keep existing files read-only, so check whether this file should exist"),
-                blocking: false,
-            })
+            return Some(quarantine(
+                path,
+                &format!("it matches {label}, which the agent may not create or change; remove the pattern from filesystem.denyWrite, or create the file yourself, if it is wanted"),
+                restore,
+            ))
         }
         // Kept read-only while they are second names; judged through the protected name.
         Protection::LinkTarget { .. } | Protection::HardLink { .. } => return None,
     };
-    // Content before the command, to put back: only for files compared by content.
-    let restore = before.filter(|b| !b.is_empty());
     let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
     let what = hit.entry.why;
     if is_link {
@@ -332,8 +338,9 @@ fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
         OnChange::MoveUnlessEmpty if is_empty_dir(path) => None,
         OnChange::MoveUnlessEmpty => Some(quarantine(path, what, restore)),
         OnChange::MoveIfLiveHooks => {
-            // A fresh `git init` writes only *.sample hooks, which git never runs.
-            if live_hooks(path).is_empty() {
+            // A fresh `git init` writes only *.sample hooks, which git never runs; anything
+            // else (a file where the directory belongs included) is not git's own.
+            if is_dir(path) && live_hooks(path).is_empty() {
                 return None;
             }
             Some(quarantine(path, what, restore))
@@ -489,10 +496,20 @@ mod tests {
             .into_owned();
         assert!(qdir.starts_with(QUARANTINE_PREFIX) && qdir.len() >= QUARANTINE_PREFIX.len() + 12);
         assert_eq!(to.file_name().unwrap(), ".pi.quarantined");
+        // the table knows the quarantine by this name: bash binds it read-only
+        let mut no_git = |_: &Path| false;
+        let hit = g.anchors().classify(to, &mut no_git).unwrap();
+        assert_eq!(hit.entry.what, "sandbox quarantine");
         assert!(!moved.blocking);
         assert!(old_pi.exists() && root.join("empty/.pi").exists());
+        // a new denyWrite match is moved aside too: the agent may not create it
         let env_finding = found.iter().find(|f| f.path == new_env).unwrap();
-        assert!(env_finding.moved_to.is_none() && new_env.exists());
+        assert!(env_finding.moved_to.is_some() && !new_env.exists());
+        assert!(
+            env_finding.why.contains("denyWrite pattern '.env'"),
+            "{}",
+            env_finding.why
+        );
         // the sample-only hooks dir and the plain config stay
         assert!(repo.join("hooks").exists() && repo.join("config").exists());
         // reported once: a rescan finds nothing new, the quarantine included

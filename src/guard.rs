@@ -411,6 +411,16 @@ impl Guard {
             });
         }
 
+        // A linked worktree's git dirs (outside the workspace) hold git's data for it: writable
+        // like the workspace, in both layers. Decided once, at session start, and only through
+        // git's own back-link (`protected::worktree_git_dirs`).
+        for dir in protected::worktree_git_dirs(&env.cwd) {
+            allow_write.push(DirRule {
+                path: dir,
+                raw: "<linked worktree's git dir>".into(),
+                source: "the session's git worktree (git's own back-link)".into(),
+            });
+        }
         let anchors = Anchors::new(&env.home, &env.agent_dir, env.session_dir.as_deref());
 
         let build = |b: RuleSetBuilder, key: &str, source: &Source| {
@@ -683,6 +693,23 @@ impl Guard {
                 ),
             );
         }
+        // A denyRead directory is an empty read-only mask inside bash: nothing can be
+        // written into it there, and the file tools must not either.
+        let hidden = self.deny_read.first_match(path);
+        steps.push(|| rule_step("denyRead (writes into hidden paths)", hidden));
+        if let Some(rule) = hidden {
+            return make(
+                Verdict::Deny,
+                rule.label.clone(),
+                rule.source.clone(),
+                format!(
+                    "Blocked write to {shown}: it lies in {} from {}, which is hidden from the agent (and read-only inside the sandbox). To allow it, remove that entry from filesystem.denyRead in {}.",
+                    rule.label,
+                    rule.source,
+                    self.where_to_edit(&rule.source)
+                ),
+            );
+        }
         let exempt = self.deny_write_exemption(path, &mut is_git_dir);
         let deny = self
             .deny_write
@@ -778,6 +805,11 @@ impl Guard {
     ) -> Option<(PathBuf, String)> {
         let root = self.allow_write_root(path)?;
         let mut dir = root.path.clone();
+        // A root that is a git dir itself (a linked worktree's common dir) holds git's data.
+        if is_git_dir(&dir) {
+            let why = format!("{} is git's data", dir.display());
+            return Some((dir, why));
+        }
         let below = path.strip_prefix(&root.path).ok()?;
         let mut comps = below.components().peekable();
         while let Some(c) = comps.next() {

@@ -388,6 +388,17 @@ fn control_surface_cannot_be_reached_through_a_symlink() {
 }
 
 #[test]
+fn nothing_is_written_into_a_denied_directory() {
+    let w = World::new();
+    std::fs::create_dir_all(w.p("home/.aws")).unwrap();
+    let g = w.guard(r#"{"filesystem":{"allowWrite":[".","~"]}}"#);
+    // ~ is writable, ~/.aws is hidden: bash sees an empty read-only mask there
+    let d = g.check(Op::Write, &w.p("home/.aws/credentials"));
+    assert_eq!(d.verdict, Verdict::Deny);
+    assert!(d.reason.contains("hidden"), "{}", d.reason);
+}
+
+#[test]
 fn session_dir_from_the_environment_is_never_writable() {
     let mut w = World::new();
     w.env.session_dir = Some(w.p("proj/sessions"));
@@ -463,6 +474,7 @@ fn explain_lists_each_rule_consulted() {
             "enabled = true",
             "mode read-write",
             "pi control surface",
+            "denyRead (writes into hidden paths)",
             "denyWrite"
         ]
     );

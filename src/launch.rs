@@ -173,10 +173,9 @@ fn write_temp(dir: &Path, prefix: &str, suffix: &str, text: &[u8]) -> Result<Pat
 }
 
 /// What the guard keeps read-only in bash's writable trees, found now (the mount plan binds
-/// it; the audit after a command compares against it). Worktree git dirs are scanned too.
+/// it; the audit after a command compares against it).
 pub fn scan(guard: &Guard) -> Scan {
-    let git_dirs = mounts::worktree_git_dirs(&guard.env().cwd);
-    mounts::scan_protected(guard, &mounts::writable_roots(guard, &git_dirs))
+    mounts::scan_protected(guard, &mounts::writable_roots(guard))
 }
 
 /// The mount plan for `guard` as the disk is now; `scan` comes from `scan`.
@@ -184,7 +183,6 @@ pub fn plan_for(guard: &Guard, network: bool, script: Option<&Path>, scan: &Scan
     let facts = Facts {
         kind_of: &mounts::kind_on_disk,
         scan,
-        git_dirs: mounts::worktree_git_dirs(&guard.env().cwd),
     };
     mounts::plan(guard, &facts, network, script)
 }
@@ -284,7 +282,13 @@ pub fn surface_regexes(git_dirs: &[PathBuf]) -> Vec<String> {
     };
     for e in TABLE {
         match e.place {
-            Place::Name(n) => out.push(format!("(^|/){}(/.*)?$", regex_escape(n))),
+            Place::Name(n) => {
+                let name = match n.strip_suffix('*') {
+                    Some(prefix) => format!("{}[^/]*", regex_escape(prefix)),
+                    None => regex_escape(n),
+                };
+                out.push(format!("(^|/){name}(/.*)?$"));
+            }
             // SBPL cannot tell a new file from a new directory by name, and refusing every
             // new `.git` would stop `git init` and `git clone`: gitfiles are audited instead.
             Place::GitFile => {}
@@ -345,13 +349,12 @@ pub fn seatbelt_policy(
         match mounts::kind_on_disk(p) {
             FileKind::File => policy.deny_read_files.push(p.to_path_buf()),
             // A missing entry is protected as a directory: nothing may appear below it.
-            FileKind::Dir | FileKind::Missing => policy.deny_read_dirs.push(p.to_path_buf()),
+            FileKind::Dir | FileKind::Link | FileKind::Missing => {
+                policy.deny_read_dirs.push(p.to_path_buf())
+            }
         }
     }
-    let git_dirs = mounts::worktree_git_dirs(&env.cwd);
-    policy
-        .writable
-        .extend(mounts::writable_roots(guard, &git_dirs));
+    policy.writable.extend(mounts::writable_roots(guard));
     // macOS resolves /tmp to /private/tmp, and the per-user temp dir lives in /private/var.
     let tmp = crate::paths::canonicalize(tmp_dir).unwrap_or_else(|_| tmp_dir.to_path_buf());
     policy.writable.extend([PathBuf::from("/private/tmp"), tmp]);

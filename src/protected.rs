@@ -19,7 +19,7 @@ pub enum Place {
     AgentDir,
     /// `$PI_CODING_AGENT_SESSION_DIR`, when set.
     SessionDir,
-    /// A file or directory with this name, anywhere.
+    /// A file or directory with this name, anywhere; a trailing `*` makes it a prefix.
     Name(&'static str),
     /// A path below the home directory.
     Home(&'static str),
@@ -107,6 +107,10 @@ pub static TABLE: &[Entry] = &[
         "pi's session transcripts: pi appends to them on the host (following a planted link) and reloads them"),
     entry(Name(".pi"), Mount, MoveUnlessEmpty, true, ".pi directory",
         "a .pi directory: pi loads settings and extensions from it, unsandboxed, when started there"),
+    // Where the audit puts what it moved aside (named by `audit::QUARANTINE_PREFIX`): the
+    // agent may not take it back, and nothing in it is scanned again.
+    entry(Name(".pi-sandbox-quarantine-*"), Mount, Accept, false, "sandbox quarantine",
+        "what the sandbox moved aside after a command; only you should look at it or restore it"),
     entry(Home(".bashrc"), Mount, MoveAside, false, "shell rc file", RC),
     entry(Home(".bash_profile"), Mount, MoveAside, false, "shell rc file", RC),
     entry(Home(".bash_login"), Mount, MoveAside, false, "shell rc file", RC),
@@ -176,6 +180,14 @@ pub struct Hit {
     pub root: PathBuf,
 }
 
+/// Whether a file name is a `Name` entry's name (`prefix*` matches by prefix).
+fn name_matches(entry: &str, name: &OsStr) -> bool {
+    match entry.strip_suffix('*') {
+        Some(prefix) => name.as_bytes().starts_with(prefix.as_bytes()),
+        None => OsStr::new(entry) == name,
+    }
+}
+
 /// Splits a table pattern into its components.
 fn pattern_parts(pattern: &str) -> impl Iterator<Item = &str> {
     pattern.split('/').filter(|p| !p.is_empty())
@@ -229,7 +241,7 @@ impl Anchors {
             if let Some(name) = a.file_name() {
                 if let Some(e) = TABLE
                     .iter()
-                    .find(|e| matches!(e.place, Name(n) if OsStr::new(n) == name))
+                    .find(|e| matches!(e.place, Name(n) if name_matches(n, name)))
                 {
                     by_name = Some((e, a));
                 }
@@ -323,6 +335,61 @@ fn in_modules_of_git_dir(dir: &Path) -> bool {
         }
         _ => false,
     }
+}
+
+/// When the session starts at the root of a linked git worktree (`.git` is a file), the
+/// worktree's git dir and the common dir live outside the workspace, and git must write
+/// both. Trusted only through git's own back-link: the worktree's admin dir must hold a
+/// `gitdir` file naming this `.git` file, and the common dir must be the admin dir's
+/// `../..` (as `git worktree add` writes it). A `.git` file the agent wrote cannot point
+/// here at another repository's git dir. Nothing is asked of a `git` on PATH.
+pub fn worktree_git_dirs(cwd: &Path) -> Vec<PathBuf> {
+    let dot_git = cwd.join(".git");
+    if !std::fs::symlink_metadata(&dot_git).is_ok_and(|m| m.is_file()) {
+        return vec![];
+    }
+    let Ok(text) = std::fs::read(&dot_git) else {
+        return vec![];
+    };
+    let Some(rest) = text.strip_prefix(b"gitdir:") else {
+        return vec![];
+    };
+    let target = OsStr::from_bytes(rest.trim_ascii());
+    let Ok(admin) = crate::paths::canonicalize(&cwd.join(target)) else {
+        return vec![];
+    };
+    // The back-link, written by git when the worktree was added.
+    let Ok(back) = std::fs::read(admin.join("gitdir")) else {
+        return vec![];
+    };
+    let back = Path::new(OsStr::from_bytes(back.trim_ascii()));
+    let same =
+        |a: &Path, b: &Path| match (crate::paths::canonicalize(a), crate::paths::canonicalize(b)) {
+            (Ok(x), Ok(y)) => x == y,
+            _ => false,
+        };
+    if !same(&admin.join(back), &dot_git) {
+        return vec![];
+    }
+    let Ok(commondir) = std::fs::read(admin.join("commondir")) else {
+        return vec![];
+    };
+    let common = admin.join(OsStr::from_bytes(commondir.trim_ascii()));
+    let Ok(common) = crate::paths::canonicalize(&common) else {
+        return vec![];
+    };
+    if admin.parent().and_then(Path::parent) != Some(common.as_path())
+        || admin.parent().and_then(Path::file_name) != Some(std::ffi::OsStr::new("worktrees"))
+    {
+        return vec![];
+    }
+    let mut dirs = Vec::new();
+    for d in [admin, common] {
+        if !d.starts_with(cwd) && !dirs.contains(&d) {
+            dirs.push(d);
+        }
+    }
+    dirs
 }
 
 /// `is_git_dir_on_disk` with answers kept, for walks that ask about the same ancestors

@@ -1,11 +1,9 @@
 //! Policy → mount plan: which paths bash may write, which stay read-only inside them, which
 //! are masked. The same `Guard` that checks pi's file tools decides, so the two layers agree.
 //!
-//! `plan` is pure (it is told what exists); `scan_protected` and `worktree_git_dirs` are the
-//! I/O that feeds it.
+//! `plan` is pure (it is told what exists); `scan_protected` is the I/O that feeds it.
 
 use std::collections::{HashMap, HashSet};
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -47,6 +45,9 @@ pub struct MountPlan {
 pub enum FileKind {
     Dir,
     File,
+    /// A symlink: never a mount source or destination (bwrap would follow it, to where the
+    /// link points now); a protected link's target is mounted instead.
+    Link,
     Missing,
 }
 
@@ -55,8 +56,6 @@ pub struct Facts<'a> {
     pub kind_of: &'a dyn Fn(&Path) -> FileKind,
     /// What `scan_protected` found in the writable trees.
     pub scan: &'a Scan,
-    /// A worktree's git dirs outside the workspace (`worktree_git_dirs`).
-    pub git_dirs: Vec<PathBuf>,
 }
 
 /// /tmp is a private tmpfs inside the sandbox: a host path below it is visible there only
@@ -66,14 +65,19 @@ fn under_tmp(p: &Path) -> bool {
 }
 
 /// The writable trees of `guard` as bash gets them (before `/tmp` and missing ones are
-/// dropped): allowWrite, plus a worktree's git dirs. Read-only mode has none.
-pub fn writable_roots(guard: &Guard, git_dirs: &[PathBuf]) -> Vec<PathBuf> {
+/// dropped): allowWrite (a linked worktree's git dirs included), less the entries the guard
+/// protects themselves (an allowWrite directory inside a denyWrite match or a `.pi`: the
+/// guard refuses writes there, so bash must not get them). Read-only mode has none.
+pub fn writable_roots(guard: &Guard) -> Vec<PathBuf> {
     if guard.mode().value == Mode::ReadOnly {
         return vec![];
     }
-    let mut roots: Vec<PathBuf> = guard.allow_write_paths().map(Path::to_path_buf).collect();
-    roots.extend(git_dirs.iter().cloned());
-    roots
+    let mut is_git_dir = crate::protected::is_git_dir_on_disk;
+    guard
+        .allow_write_paths()
+        .filter(|root| guard.write_protection(root, &mut is_git_dir).is_none())
+        .map(Path::to_path_buf)
+        .collect()
 }
 
 pub fn plan(guard: &Guard, facts: &Facts, network: bool, script: Option<&Path>) -> MountPlan {
@@ -81,9 +85,9 @@ pub fn plan(guard: &Guard, facts: &Facts, network: bool, script: Option<&Path>) 
     let kind = facts.kind_of;
     let exists = |p: &Path| kind(p) != FileKind::Missing;
 
-    let mut writable = writable_roots(guard, &facts.git_dirs);
+    let mut writable = writable_roots(guard);
     // `/tmp` itself is the private tmpfs, writable already; paths below it are bound in.
-    writable.retain(|p| p.as_path() != Path::new("/tmp") && exists(p));
+    writable.retain(|p| p.as_path() != Path::new("/tmp") && kind(p) == FileKind::Dir);
     let inside_writable = |p: &Path| writable.iter().any(|w| p.starts_with(w));
 
     let mut mounts: Vec<Mount> = writable
@@ -116,7 +120,7 @@ pub fn plan(guard: &Guard, facts: &Facts, network: bool, script: Option<&Path>) 
     let mut placeholders = Vec::new();
     for e in TABLE.iter().filter(|e| e.placeholder) {
         let candidates: Vec<PathBuf> = match e.place {
-            Place::Name(n) => vec![env.cwd.join(n)],
+            Place::Name(n) if !n.ends_with('*') => vec![env.cwd.join(n)],
             // Only git dirs with their own object store: a linked worktree's admin dir takes
             // its hooks from the common dir, and `git worktree remove` must be able to
             // delete it (a mount point inside would make that fail).
@@ -139,11 +143,25 @@ pub fn plan(guard: &Guard, facts: &Facts, network: bool, script: Option<&Path>) 
             }
         }
     }
+    // A read-only directory covers everything inside it: nothing below it is mounted again
+    // (a writable pin there would open a hole in it, and bwrap could not create a mount
+    // point inside it anyway).
+    read_only
+        .retain(|p| matches!(kind(p), FileKind::Dir | FileKind::File) || placeholders.contains(p));
+    read_only.sort_by_key(|p| p.components().count());
+    let mut covering: Vec<PathBuf> = Vec::new();
+    read_only.retain(|p| {
+        if covering.iter().any(|c| is_under(p, c)) {
+            return false;
+        }
+        if kind(p) == FileKind::Dir || placeholders.contains(p) {
+            covering.push(p.clone());
+        }
+        true
+    });
+    placeholders.retain(|p| read_only.contains(p));
     let mut pinned: Vec<PathBuf> = Vec::new();
     for p in read_only {
-        if !(exists(&p) || placeholders.contains(&p)) {
-            continue;
-        }
         let Some(root) = writable
             .iter()
             .filter(|w| p.starts_with(w))
@@ -199,9 +217,21 @@ pub fn plan(guard: &Guard, facts: &Facts, network: bool, script: Option<&Path>) 
                 path: p.to_path_buf(),
                 kind: MountKind::MaskFile,
             }),
-            FileKind::Missing => {}
+            FileKind::Link | FileKind::Missing => {}
         }
     }
+    // A mask inside a masked directory is hidden already (and bwrap could not create its
+    // mount point in the read-only tmpfs).
+    let masked_dirs: Vec<PathBuf> = masks
+        .iter()
+        .filter(|m| m.kind == MountKind::MaskDir)
+        .map(|m| m.path.clone())
+        .collect();
+    masks.retain(|m| {
+        !masked_dirs
+            .iter()
+            .any(|d| *d != m.path && is_under(&m.path, d))
+    });
     mounts.retain(|m| !masks.iter().any(|k| m.path.starts_with(&k.path)));
     placeholders.retain(|p| !masks.iter().any(|k| p.starts_with(&k.path)));
     mounts.extend(masks);
@@ -209,7 +239,13 @@ pub fn plan(guard: &Guard, facts: &Facts, network: bool, script: Option<&Path>) 
     // Deeper paths after shallower ones; for the same path, the stricter kind last.
     let mut seen = HashSet::new();
     mounts.retain(|m| seen.insert(m.clone()));
-    mounts.sort_by_key(|m| (m.path.components().count(), m.kind));
+    mounts.sort_by(|a, b| {
+        (a.path.components().count(), a.kind, &a.path).cmp(&(
+            b.path.components().count(),
+            b.kind,
+            &b.path,
+        ))
+    });
     MountPlan {
         cwd: env.cwd.clone(),
         mounts,
@@ -223,6 +259,7 @@ pub fn plan(guard: &Guard, facts: &Facts, network: bool, script: Option<&Path>) 
 pub fn kind_on_disk(p: &Path) -> FileKind {
     match std::fs::symlink_metadata(p) {
         Ok(m) if m.is_dir() => FileKind::Dir,
+        Ok(m) if m.file_type().is_symlink() => FileKind::Link,
         Ok(_) => FileKind::File,
         Err(_) => FileKind::Missing,
     }
@@ -436,61 +473,6 @@ fn collect_linked_inodes(
     }
 }
 
-/// When the session starts at the root of a linked git worktree (`.git` is a file), the
-/// worktree's git dir and the common dir live outside the workspace, and git must write
-/// both. Trusted only through git's own back-link: the worktree's admin dir must hold a
-/// `gitdir` file naming this `.git` file, and the common dir must be the admin dir's
-/// `../..` (as `git worktree add` writes it). A `.git` file the agent wrote cannot point
-/// here at another repository's git dir. Nothing is asked of a `git` on PATH.
-pub fn worktree_git_dirs(cwd: &Path) -> Vec<PathBuf> {
-    let dot_git = cwd.join(".git");
-    if kind_on_disk(&dot_git) != FileKind::File {
-        return vec![];
-    }
-    let Ok(text) = std::fs::read(&dot_git) else {
-        return vec![];
-    };
-    let Some(rest) = text.strip_prefix(b"gitdir:") else {
-        return vec![];
-    };
-    let target = std::ffi::OsStr::from_bytes(rest.trim_ascii());
-    let Ok(admin) = crate::paths::canonicalize(&cwd.join(target)) else {
-        return vec![];
-    };
-    // The back-link, written by git when the worktree was added.
-    let Ok(back) = std::fs::read(admin.join("gitdir")) else {
-        return vec![];
-    };
-    let back = Path::new(std::ffi::OsStr::from_bytes(back.trim_ascii()));
-    let same =
-        |a: &Path, b: &Path| match (crate::paths::canonicalize(a), crate::paths::canonicalize(b)) {
-            (Ok(x), Ok(y)) => x == y,
-            _ => false,
-        };
-    if !same(&admin.join(back), &dot_git) {
-        return vec![];
-    }
-    let Ok(commondir) = std::fs::read(admin.join("commondir")) else {
-        return vec![];
-    };
-    let common = admin.join(std::ffi::OsStr::from_bytes(commondir.trim_ascii()));
-    let Ok(common) = crate::paths::canonicalize(&common) else {
-        return vec![];
-    };
-    if admin.parent().and_then(Path::parent) != Some(common.as_path())
-        || admin.parent().and_then(Path::file_name) != Some(std::ffi::OsStr::new("worktrees"))
-    {
-        return vec![];
-    }
-    let mut dirs = Vec::new();
-    for d in [admin, common] {
-        if !d.starts_with(cwd) && !dirs.contains(&d) {
-            dirs.push(d);
-        }
-    }
-    dirs
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -541,7 +523,6 @@ mod tests {
         let facts = Facts {
             kind_of: &kind,
             scan: &scan,
-            git_dirs: vec![],
         };
         plan(g, &facts, false, Some(Path::new("/tmp/s.sh")))
     }
@@ -590,18 +571,18 @@ mod tests {
         assert_eq!(
             show(&p),
             [
-                "Writable /w/proj",
                 "Writable /home/u",
+                "Writable /w/proj",
                 // pinned so they cannot be renamed away from what they hold
-                "Writable /w/proj/certs",
-                "Writable /w/proj/.git",
                 "Writable /home/u/.pi",
+                "Writable /w/proj/.git",
+                "Writable /w/proj/certs",
                 "ReadOnly /w/proj/.pi",
                 "MaskDir /home/u/.ssh",
-                "ReadOnly /w/proj/certs/a.pem",
-                "ReadOnly /w/proj/.git/hooks",
-                "ReadOnly /w/proj/.git/config",
                 "ReadOnly /home/u/.pi/agent",
+                "ReadOnly /w/proj/.git/config",
+                "ReadOnly /w/proj/.git/hooks",
+                "ReadOnly /w/proj/certs/a.pem",
                 // the agent dir is read-only whole, session transcripts included
                 "MaskFile /home/u/.pi/agent/auth.json",
             ]
@@ -609,6 +590,40 @@ mod tests {
         // .pi did not exist: it is created as an empty mount point
         assert_eq!(p.placeholders, vec![r("/w/proj/.pi")]);
         assert!(!p.network);
+    }
+
+    #[test]
+    fn nothing_writable_is_mounted_inside_a_read_only_directory() {
+        let env = env();
+        let g = guard(
+            r#"{"filesystem":{"allowWrite":[".","keys.pem/sub"],"denyWrite":["*.pem"]}}"#,
+            &env,
+        );
+        let r = |s: &str| PathBuf::from(format!("/nonexistent-pi-test{s}"));
+        let p = plan_on(
+            &g,
+            &[
+                (r("/w/proj"), FileKind::Dir),
+                (r("/w/proj/keys.pem"), FileKind::Dir),
+                (r("/w/proj/keys.pem/sub"), FileKind::Dir),
+                (r("/w/proj/keys.pem/sub/.git"), FileKind::Dir),
+                (r("/w/proj/keys.pem/sub/.git/config"), FileKind::File),
+            ],
+            // the scan found the denied directory, and (say, as a link's target) a file
+            // deep inside it
+            vec![r("/w/proj/keys.pem"), r("/w/proj/keys.pem/sub/.git/config")],
+        );
+        // keys.pem/sub is listed in allowWrite but lies in a denied directory: not writable;
+        // no pin (writable mount point) and no hooks placeholder inside keys.pem
+        assert_eq!(
+            show(&p),
+            [
+                "Writable /w/proj",
+                "ReadOnly /w/proj/.pi",
+                "ReadOnly /w/proj/keys.pem",
+            ]
+        );
+        assert_eq!(p.placeholders, vec![r("/w/proj/.pi")]);
     }
 
     #[test]
