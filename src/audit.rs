@@ -15,7 +15,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::guard::Protection;
-use crate::platform::mounts::{Found, Scan};
+use crate::platform::mounts::{identity, Found, Identity, Scan};
 use crate::protected::OnChange;
 
 /// What was done about one new or changed path.
@@ -146,6 +146,8 @@ pub struct Auditor {
     known: HashMap<PathBuf, Vec<u8>>,
     /// What could not be neutralised: bash is blocked while any of it is still unsafe.
     blocked: Vec<Found>,
+    /// Unprotected git-named entries before the command (`Scan::git_named`).
+    git_named: HashMap<PathBuf, Identity>,
 }
 
 impl Auditor {
@@ -155,6 +157,14 @@ impl Auditor {
         for f in scan.all() {
             self.known.insert(f.path.clone(), f.fingerprint.clone());
         }
+        self.git_named = scan.git_named.clone();
+    }
+
+    fn unchanged_since_baseline(&self, path: &Path) -> bool {
+        let Some(before) = self.git_named.get(path) else {
+            return false;
+        };
+        std::fs::symlink_metadata(path).is_ok_and(|m| identity(&m) == *before)
     }
 
     /// Records paths the sandbox made itself (placeholders).
@@ -171,6 +181,14 @@ impl Auditor {
         for found in now.all() {
             let before = self.known.get(&found.path);
             if before.is_some_and(|fp| *fp == found.fingerprint) {
+                continue;
+            }
+            // Protected now only because the command made its directory a git dir (a
+            // `commondir`, `objects` and `refs`): the file itself is the user's, unchanged.
+            // What made the git dir is judged on its own; the file is left where it is.
+            if before.is_none() && self.unchanged_since_baseline(&found.path) {
+                self.known
+                    .insert(found.path.clone(), found.fingerprint.clone());
                 continue;
             }
             let finding = judge(found, before.map(Vec::as_slice));
@@ -578,6 +596,41 @@ mod tests {
         std::fs::write(admin2.join("commondir"), "../..\n").unwrap();
         std::fs::write(admin2.join("gitdir"), "/x/.git\n").unwrap();
         assert!(a.after(&scan(&g, &root)).is_empty());
+    }
+
+    #[test]
+    fn the_users_files_are_left_when_a_command_turns_their_directory_into_a_git_dir() {
+        let (_t, root, g) = setup();
+        let sub = root.join("sub");
+        std::fs::create_dir_all(sub.join("hooks")).unwrap();
+        std::fs::write(sub.join("config"), "[core]\n\thooksPath = mine\n").unwrap();
+        std::fs::write(sub.join("hooks/build.sh"), "#!/bin/sh\n").unwrap();
+        let mut a = Auditor::default();
+        a.baseline(&scan(&g, &root));
+        // the command makes sub a git dir: the user's config and hooks are covered now
+        std::fs::create_dir_all(sub.join("objects")).unwrap();
+        std::fs::create_dir_all(sub.join("refs")).unwrap();
+        std::fs::write(sub.join("commondir"), "../elsewhere\n").unwrap();
+        let found = a.after(&scan(&g, &root));
+        let paths: Vec<&Path> = found.iter().map(|f| f.path.as_path()).collect();
+        assert_eq!(paths, [sub.join("commondir").as_path()], "{found:?}");
+        assert!(sub.join("config").exists() && sub.join("hooks/build.sh").exists());
+        // in another directory, a hook planted into the user's `hooks` by the same command
+        // that makes it a git dir changes that directory: it is judged, and moved
+        let other = root.join("other");
+        std::fs::create_dir_all(other.join("hooks")).unwrap();
+        let mut a = Auditor::default();
+        a.baseline(&scan(&g, &root));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(other.join("hooks/pre-commit"), "#!/bin/sh\nevil\n").unwrap();
+        std::fs::create_dir_all(other.join("objects")).unwrap();
+        std::fs::create_dir_all(other.join("refs")).unwrap();
+        let found = a.after(&scan(&g, &root));
+        assert!(
+            found.iter().any(|f| f.path == other.join("hooks")),
+            "{found:?}"
+        );
+        assert!(!other.join("hooks").exists());
     }
 
     #[test]

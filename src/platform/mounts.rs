@@ -288,6 +288,22 @@ pub struct Scan {
     /// that are symlinks, and hard links to protected files. The path guard needs them: its
     /// rules name the protected paths, not these.
     pub second_names: Vec<Found>,
+    /// Every unprotected entry whose name a git entry of the table could cover (`config`,
+    /// `hooks`, ...), with its identity: when a command turns the directory holding one into
+    /// a git dir, the audit can tell the user's existing file from one the command made.
+    pub git_named: HashMap<PathBuf, Identity>,
+}
+
+/// A file's identity and state: device, inode, modification time, size.
+pub type Identity = (u64, u64, i64, u64);
+
+pub fn identity(meta: &std::fs::Metadata) -> Identity {
+    (
+        meta.dev(),
+        meta.ino(),
+        meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
+        meta.size(),
+    )
 }
 
 impl Scan {
@@ -340,6 +356,14 @@ pub fn scan_protected(guard: &Guard, roots: &[PathBuf]) -> Scan {
         // Git dirs above the writable trees cannot hold anything this walk finds.
         let mut is_git_dir = |p: &Path| roots.iter().any(|r| is_under(p, r)) && git.is_git_dir(p);
         let Some(why) = guard.write_protection(path, &mut is_git_dir) else {
+            if path
+                .file_name()
+                .is_some_and(crate::protected::is_git_entry_name)
+            {
+                if let Ok(meta) = std::fs::symlink_metadata(path) {
+                    scan.git_named.insert(path.to_path_buf(), identity(&meta));
+                }
+            }
             return Walk::Descend;
         };
         let Ok(meta) = std::fs::symlink_metadata(path) else {
