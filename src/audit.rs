@@ -363,6 +363,8 @@ fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
             }
             Some(quarantine(path, what, restore))
         }
+        // A directory where a config file belongs holds no keys: git cannot read it.
+        OnChange::MoveIfUnsafeGitConfig if is_dir(path) => None,
         OnChange::MoveIfUnsafeGitConfig => {
             let text = std::fs::read(path)
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
