@@ -13,10 +13,15 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Inode times come from the kernel's coarse clock, which may lag the fine one by a few
+/// milliseconds; a generous margin keeps "older than the baseline" certain.
+const CLOCK_MARGIN: Duration = Duration::from_millis(100);
 
 use crate::guard::Protection;
-use crate::platform::mounts::{identity, Found, Identity, Scan};
-use crate::protected::OnChange;
+use crate::platform::mounts::{Found, Scan, LINK_TARGET_MISSING};
+use crate::protected::{OnChange, Place};
 
 /// What was done about one new or changed path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,8 +151,9 @@ pub struct Auditor {
     known: HashMap<PathBuf, Vec<u8>>,
     /// What could not be neutralised: bash is blocked while any of it is still unsafe.
     blocked: Vec<Found>,
-    /// Unprotected git-named entries before the command (`Scan::git_named`).
-    git_named: HashMap<PathBuf, Identity>,
+    /// When the baseline was taken, less a margin for the file system's coarse clock: an
+    /// inode whose change time is older was not touched by the command.
+    since: Option<SystemTime>,
 }
 
 impl Auditor {
@@ -157,14 +163,21 @@ impl Auditor {
         for f in scan.all() {
             self.known.insert(f.path.clone(), f.fingerprint.clone());
         }
-        self.git_named = scan.git_named.clone();
+        self.since = SystemTime::now().checked_sub(CLOCK_MARGIN);
     }
 
+    /// Whether `path` (and, for a directory, its list of entries) is older than the
+    /// baseline: its inode change time cannot be set back, and moves, links and writes all
+    /// update it.
     fn unchanged_since_baseline(&self, path: &Path) -> bool {
-        let Some(before) = self.git_named.get(path) else {
+        use std::os::unix::fs::MetadataExt;
+        let Some(since) = self.since else {
             return false;
         };
-        std::fs::symlink_metadata(path).is_ok_and(|m| identity(&m) == *before)
+        std::fs::symlink_metadata(path).is_ok_and(|m| {
+            let ctime = UNIX_EPOCH + Duration::new(m.ctime().max(0) as u64, m.ctime_nsec() as u32);
+            ctime < since
+        })
     }
 
     /// Records paths the sandbox made itself (placeholders).
@@ -177,15 +190,29 @@ impl Auditor {
     /// Compares `now` (scanned after the command) with the baseline and neutralises what is
     /// new or changed.
     pub fn after(&mut self, now: &Scan) -> Vec<Finding> {
+        self.after_only(now, |_| true)
+    }
+
+    /// `after`, judging only what makes a directory a git dir or points git at one (a
+    /// `commondir`, a gitfile). Run first: what those make protected, or exempt from
+    /// denyWrite as git's data, is only known once they are gone (see `Session`).
+    pub fn after_structural(&mut self, now: &Scan) -> Vec<Finding> {
+        self.after_only(now, |f| {
+            matches!(&f.why, Protection::Surface(h)
+                if matches!(h.entry.place, Place::GitFile) || h.entry.place == Place::Git("commondir"))
+        })
+    }
+
+    fn after_only(&mut self, now: &Scan, judged: impl Fn(&Found) -> bool) -> Vec<Finding> {
         let mut findings = Vec::new();
-        for found in now.all() {
+        for found in now.all().filter(|f| judged(f)) {
             let before = self.known.get(&found.path);
             if before.is_some_and(|fp| *fp == found.fingerprint) {
                 continue;
             }
-            // Protected now only because the command made its directory a git dir (a
-            // `commondir`, `objects` and `refs`): the file itself is the user's, unchanged.
-            // What made the git dir is judged on its own; the file is left where it is.
+            // Protected now only because the command changed what is around it (made its
+            // directory a git dir; uncovered it by moving a protected directory): the path
+            // itself is untouched, the user's. What changed around it is judged on its own.
             if before.is_none() && self.unchanged_since_baseline(&found.path) {
                 self.known
                     .insert(found.path.clone(), found.fingerprint.clone());
@@ -336,6 +363,19 @@ fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
                 &format!("it matches {label}, which the agent may not create or change; remove the pattern from filesystem.denyWrite, or create the file yourself, if it is wanted"),
                 restore,
             ))
+        }
+        // What a protected link pointed to while it did not exist, created by the command:
+        // pi or git load it through the link.
+        Protection::LinkTarget { link, of } if before == Some(LINK_TARGET_MISSING) => {
+            return Some(quarantine(
+                path,
+                &format!(
+                    "it is what the protected link {} ({}) points to, and did not exist before the command",
+                    link.display(),
+                    of.label()
+                ),
+                None,
+            ));
         }
         // Kept read-only while they are second names; judged through the protected name.
         Protection::LinkTarget { .. } | Protection::HardLink { .. } => return None,
@@ -607,6 +647,8 @@ mod tests {
         std::fs::create_dir_all(sub.join("hooks")).unwrap();
         std::fs::write(sub.join("config"), "[core]\n\thooksPath = mine\n").unwrap();
         std::fs::write(sub.join("hooks/build.sh"), "#!/bin/sh\n").unwrap();
+        // older than the baseline by more than the clock margin, as a user's files are
+        std::thread::sleep(CLOCK_MARGIN * 2);
         let mut a = Auditor::default();
         a.baseline(&scan(&g, &root));
         // the command makes sub a git dir: the user's config and hooks are covered now
@@ -621,9 +663,9 @@ mod tests {
         // that makes it a git dir changes that directory: it is judged, and moved
         let other = root.join("other");
         std::fs::create_dir_all(other.join("hooks")).unwrap();
+        std::thread::sleep(CLOCK_MARGIN * 2);
         let mut a = Auditor::default();
         a.baseline(&scan(&g, &root));
-        std::thread::sleep(std::time::Duration::from_millis(20));
         std::fs::write(other.join("hooks/pre-commit"), "#!/bin/sh\nevil\n").unwrap();
         std::fs::create_dir_all(other.join("objects")).unwrap();
         std::fs::create_dir_all(other.join("refs")).unwrap();

@@ -300,6 +300,8 @@ pub struct Guard {
     /// pi's control surface (`protected::TABLE`) anchored for this session.
     anchors: Anchors,
     allow_write: Vec<DirRule>,
+    /// Git dirs that hold an allowWrite entry (`allowWrite: [".git/objects/info"]`).
+    git_dirs_around_allow_write: Vec<PathBuf>,
     /// Canonical denyRead paths, for recursive tools.
     deny_read_paths: Vec<DirRule>,
     /// denyWrite as globs over canonical absolute paths (name patterns stay bare), for OS
@@ -421,6 +423,12 @@ impl Guard {
                 source: "the session's git worktree (git's own back-link)".into(),
             });
         }
+        let git_dirs_around_allow_write = allow_write
+            .iter()
+            .flat_map(|r| r.path.ancestors().skip(1))
+            .filter(|a| protected::is_git_dir_on_disk(a))
+            .map(Path::to_path_buf)
+            .collect();
         let anchors = Anchors::new(&env.home, &env.agent_dir, env.session_dir.as_deref());
 
         let build = |b: RuleSetBuilder, key: &str, source: &Source| {
@@ -436,6 +444,7 @@ impl Guard {
             )?,
             anchors,
             allow_write,
+            git_dirs_around_allow_write,
             deny_read_paths,
             deny_write_globs,
             enabled: config.enabled.clone(),
@@ -669,12 +678,9 @@ impl Guard {
         make: impl Fn(Verdict, String, String, String) -> Decision,
     ) -> Decision {
         let shown = path.display();
-        // Both questions below ask about the same ancestors: answer each once. Only git dirs
-        // inside allowWrite count: a write anywhere else is refused whatever it is, and each
-        // directory asked about costs a lookup on disk.
+        // Both questions below ask about the same ancestors: answer each once.
         let mut git_dirs = protected::GitDirCache::default();
-        let mut is_git_dir =
-            |p: &Path| self.allow_write_root(p).is_some() && git_dirs.is_git_dir(p);
+        let mut is_git_dir = |p: &Path| self.is_git_dir_for_writes(p, &mut git_dirs);
         let surface = self.control_surface(path, &mut is_git_dir);
         steps.push(|| Step {
             rule: "pi control surface".into(),
@@ -775,6 +781,18 @@ impl Guard {
                 self.env.project_config().display()
             ),
         )
+    }
+
+    /// Whether `dir` is a git dir, as far as writes care: one inside allowWrite (asked on
+    /// disk, through `cache`), or one holding an allowWrite entry (found at load). Others
+    /// cannot matter: a write anywhere else is refused whatever it is, and each directory
+    /// asked about costs a lookup on disk. The path guard and bash's scan both use this.
+    pub fn is_git_dir_for_writes(&self, dir: &Path, cache: &mut protected::GitDirCache) -> bool {
+        if self.allow_write_root(dir).is_some() {
+            cache.is_git_dir(dir)
+        } else {
+            self.git_dirs_around_allow_write.iter().any(|g| g == dir)
+        }
     }
 
     /// The allowWrite entry containing `path`, if any.

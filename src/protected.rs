@@ -180,18 +180,6 @@ pub struct Hit {
     pub root: PathBuf,
 }
 
-/// Whether a file name is one a `Git` entry ends in (`config`, `hooks`, `commondir`, ...): such
-/// a file becomes protected when its directory becomes a git dir.
-pub fn is_git_entry_name(name: &OsStr) -> bool {
-    git_entries().any(|e| match e.place {
-        Git(pattern) => pattern
-            .rsplit('/')
-            .next()
-            .is_some_and(|last| OsStr::new(last) == name),
-        _ => false,
-    })
-}
-
 /// Whether a file name is a `Name` entry's name (`prefix*` matches by prefix).
 fn name_matches(entry: &str, name: &OsStr) -> bool {
     match entry.strip_suffix('*') {

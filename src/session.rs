@@ -483,14 +483,20 @@ impl Session {
         if !guard.active() {
             return vec![];
         }
-        let now = launch::scan(guard);
-        let findings = self.auditor.borrow_mut().after(&now);
-        // What the audit moved aside is gone: scan again only if it moved anything.
+        let mut auditor = self.auditor.borrow_mut();
+        let mut now = launch::scan(guard);
+        // First what changes which directories are git dirs; then, on the tree as it is
+        // without those, everything else: a new `commondir` would otherwise make the new
+        // files beside it git's data (exempt from denyWrite) or git config to judge.
+        let mut findings = auditor.after_structural(&now);
         if findings.iter().any(|f| f.moved_to.is_some()) {
-            self.remember(&launch::scan(guard));
-        } else {
-            self.remember(&now);
+            now = launch::scan(guard);
         }
+        let rest = auditor.after(&now);
+        let moved = rest.iter().any(|f| f.moved_to.is_some());
+        findings.extend(rest);
+        // What the audit moved aside is gone: scan again only if it moved anything.
+        self.remember(&if moved { launch::scan(guard) } else { now });
         findings
     }
 

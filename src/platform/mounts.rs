@@ -86,8 +86,13 @@ pub fn plan(guard: &Guard, facts: &Facts, network: bool, script: Option<&Path>) 
     let exists = |p: &Path| kind(p) != FileKind::Missing;
 
     let mut writable = writable_roots(guard);
-    // `/tmp` itself is the private tmpfs, writable already; paths below it are bound in.
-    writable.retain(|p| p.as_path() != Path::new("/tmp") && kind(p) == FileKind::Dir);
+    // `/tmp` itself is the private tmpfs, writable already; paths below it are bound in. A
+    // root inside what a protected link points to is no more writable than the link's name.
+    writable.retain(|p| {
+        p.as_path() != Path::new("/tmp")
+            && kind(p) == FileKind::Dir
+            && !facts.scan.second_names.iter().any(|f| is_under(p, &f.path))
+    });
     let inside_writable = |p: &Path| writable.iter().any(|w| p.starts_with(w));
 
     let mut mounts: Vec<Mount> = writable
@@ -288,22 +293,6 @@ pub struct Scan {
     /// that are symlinks, and hard links to protected files. The path guard needs them: its
     /// rules name the protected paths, not these.
     pub second_names: Vec<Found>,
-    /// Every unprotected entry whose name a git entry of the table could cover (`config`,
-    /// `hooks`, ...), with its identity: when a command turns the directory holding one into
-    /// a git dir, the audit can tell the user's existing file from one the command made.
-    pub git_named: HashMap<PathBuf, Identity>,
-}
-
-/// A file's identity and state: device, inode, modification time, size.
-pub type Identity = (u64, u64, i64, u64);
-
-pub fn identity(meta: &std::fs::Metadata) -> Identity {
-    (
-        meta.dev(),
-        meta.ino(),
-        meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
-        meta.size(),
-    )
 }
 
 impl Scan {
@@ -311,6 +300,9 @@ impl Scan {
         self.protected.iter().chain(&self.audited)
     }
 }
+
+/// The fingerprint of a protected link's target that does not exist.
+pub const LINK_TARGET_MISSING: &[u8] = b"missing-link-target";
 
 fn fingerprint(path: &Path, meta: &std::fs::Metadata) -> Vec<u8> {
     if meta.file_type().is_symlink() {
@@ -353,17 +345,8 @@ pub fn scan_protected(guard: &Guard, roots: &[PathBuf]) -> Scan {
         if file_type.is_dir() && git.is_git_dir(path) {
             scan.git_dirs.push(path.to_path_buf());
         }
-        // Git dirs above the writable trees cannot hold anything this walk finds.
-        let mut is_git_dir = |p: &Path| roots.iter().any(|r| is_under(p, r)) && git.is_git_dir(p);
+        let mut is_git_dir = |p: &Path| guard.is_git_dir_for_writes(p, &mut git);
         let Some(why) = guard.write_protection(path, &mut is_git_dir) else {
-            if path
-                .file_name()
-                .is_some_and(crate::protected::is_git_entry_name)
-            {
-                if let Ok(meta) = std::fs::symlink_metadata(path) {
-                    scan.git_named.insert(path.to_path_buf(), identity(&meta));
-                }
-            }
             return Walk::Descend;
         };
         let Ok(meta) = std::fs::symlink_metadata(path) else {
@@ -385,7 +368,14 @@ pub fn scan_protected(guard: &Guard, roots: &[PathBuf]) -> Scan {
                     fingerprint: Vec::new(),
                 };
                 scan.second_names.push(found.clone());
-                if roots.iter().any(|r| is_under(&target, r)) {
+                if std::fs::symlink_metadata(&target).is_err() {
+                    // Dangling: nothing to mount, but a command could create it. The audit
+                    // compares it, and moves aside what appears there.
+                    scan.audited.push(Found {
+                        fingerprint: LINK_TARGET_MISSING.to_vec(),
+                        ..found
+                    });
+                } else if roots.iter().any(|r| is_under(&target, r)) {
                     if let Ok(tmeta) = std::fs::symlink_metadata(&target) {
                         collect_linked_inodes(&target, &tmeta, usize::MAX, &mut linked_inodes);
                     }
