@@ -198,8 +198,11 @@ impl Auditor {
     /// denyWrite as git's data, is only known once they are gone (see `Session`).
     pub fn after_structural(&mut self, now: &Scan) -> Vec<Finding> {
         self.after_only(now, |f| {
-            matches!(&f.why, Protection::Surface(h)
-                if matches!(h.entry.place, Place::GitFile) || h.entry.place == Place::Git("commondir"))
+            matches!(&f.why, Protection::Surface(h) if match h.entry.place {
+                Place::GitFile => true,
+                Place::Git(pattern) => pattern.ends_with("commondir"),
+                _ => false,
+            })
         })
     }
 

@@ -488,8 +488,16 @@ impl Session {
         // First what changes which directories are git dirs; then, on the tree as it is
         // without those, everything else: a new `commondir` would otherwise make the new
         // files beside it git's data (exempt from denyWrite) or git config to judge.
-        let mut findings = auditor.after_structural(&now);
-        if findings.iter().any(|f| f.moved_to.is_some()) {
+        let mut findings = Vec::new();
+        // Each pass can uncover more (a commondir inside a directory that was git's data).
+        // It ends: every pass that goes on has moved at least one path off the tree.
+        loop {
+            let structural = auditor.after_structural(&now);
+            let moved = structural.iter().any(|f| f.moved_to.is_some());
+            findings.extend(structural);
+            if !moved {
+                break;
+            }
             now = launch::scan(guard);
         }
         let rest = auditor.after(&now);

@@ -358,7 +358,14 @@ pub fn scan_protected(guard: &Guard, roots: &[PathBuf]) -> Scan {
             // The kernel follows the link: what it points to is what git or pi load.
             // Bash needs a mount only inside its writable trees; the path guard needs the
             // target wherever it is (the file tools can write the host's /tmp).
-            if let Ok(target) = crate::paths::canonicalize(path) {
+            // A link chain through /proc (`/proc/self/cwd/...`) leads somewhere else for
+            // every process that follows it: no one target to protect. Such a link that a
+            // command makes is moved aside by the audit like any new protected link.
+            let target = crate::paths::canonicalize_traced(path)
+                .ok()
+                .filter(|(_, through)| !through.iter().any(|d| d.starts_with("/proc")))
+                .map(|(t, _)| t);
+            if let Some(target) = target {
                 let found = Found {
                     path: target.clone(),
                     why: Protection::LinkTarget {
