@@ -345,10 +345,13 @@ fn gitfile_is_linked(path: &Path) -> bool {
             return true;
         }
     }
-    target.ancestors().skip(1).any(|a| {
-        a.file_name() == Some(std::ffi::OsStr::new("modules"))
-            && a.parent().is_some_and(crate::protected::is_git_dir_on_disk)
-    })
+    // A submodule's: an existing git dir somewhere below `<git dir>/modules/`.
+    target.is_dir()
+        && crate::protected::is_git_dir_on_disk(&target)
+        && target.ancestors().skip(1).any(|a| {
+            a.file_name() == Some(std::ffi::OsStr::new("modules"))
+                && a.parent().is_some_and(crate::protected::is_git_dir_on_disk)
+        })
 }
 
 /// Judges one new (`before` None) or changed path by its table entry's rule.
