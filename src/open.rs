@@ -59,16 +59,6 @@ impl fmt::Display for OpenError {
 
 impl std::error::Error for OpenError {}
 
-impl OpenError {
-    /// The errno-style code pi's tools show (`ENOENT`, ...), when it is an I/O error.
-    pub fn io_kind(&self) -> Option<io::ErrorKind> {
-        match self {
-            OpenError::Io { source, .. } => Some(source.kind()),
-            _ => None,
-        }
-    }
-}
-
 fn io_err(path: &Path) -> impl Fn(io::Error) -> OpenError + '_ {
     move |e| {
         if e.raw_os_error() == Some(libc::ELOOP) {
