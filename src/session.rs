@@ -15,6 +15,7 @@ use crate::open::{self, OpenError};
 use crate::platform::detect::{self, Capability};
 use crate::platform::mounts::{Found, Scan};
 use crate::policy::{self, Adapter, BashDecision, BashRequest, Network};
+use crate::protected::Place;
 use crate::tools::{self, ToolCheck};
 
 /// Why a session has no usable policy. Each carries a stable code for the JS side.
@@ -682,11 +683,23 @@ impl Session {
         let _ = writeln!(out, "  writable:   {}", paths(&mut g.allow_write_paths()));
         let _ = writeln!(
             out,
-            "\nAlways protected from writes ({}): {}, {}/.pi, any .pi directory, .git/hooks, .git/config (sessions folder excepted).",
-            Source::Mandatory,
-            g.env().agent_dir.display(),
-            g.env().cwd.display()
+            "\nAlways protected from writes ({}), in both layers:",
+            Source::Mandatory
         );
+        for entry in crate::protected::TABLE {
+            let place = match entry.place {
+                Place::AgentDir => g.env().agent_dir.display().to_string(),
+                Place::SessionDir => match &g.env().session_dir {
+                    Some(d) => d.display().to_string(),
+                    None => continue,
+                },
+                Place::Home(rel) => g.env().home.join(rel).display().to_string(),
+                Place::Name(n) => format!("any {n}"),
+                Place::Git(rel) => format!("<git dir>/{rel}"),
+                Place::GitFile => "a .git file".into(),
+            };
+            let _ = writeln!(out, "  {place} ({}): {}", entry.what, entry.why);
+        }
         out
     }
 }
