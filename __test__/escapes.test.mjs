@@ -94,6 +94,38 @@ test("git config reached through config.worktree, commondir, a hard link or a .g
   assert.equal(existsSync(marker), false, `a planted hook ran on the host: ${c.stderr}`);
 });
 
+test("a submodule's config and a worktree's config.worktree, which git rewrites itself, are checked after each command", async (t) => {
+  const w = makeWorld("esc-sub");
+  t.after(w.cleanup);
+  const marker = path.join(w.root, "outside", "HOST-RAN");
+  const lib = path.join(w.root, "outside", "lib");
+  userRepo(lib);
+  userRepo(w.project);
+  assert.equal(hostGit(w.project, "-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "lib").status, 0);
+  hostGit(w.project, "commit", "-qm", "add lib");
+  hostGit(w.project, "config", "extensions.worktreeConfig", "true");
+  assert.equal(hostGit(w.project, "worktree", "add", "-q", "wt").status, 0);
+  const fsmonitor = `echo ran >> ${marker}; false`;
+  const r = await runPi({
+    world: w,
+    script: [
+      [call("bash", { command: `git -C lib config core.fsmonitor '${fsmonitor}'; echo sub=$?` })],
+      [call("bash", { command: `git -C wt config --worktree core.fsmonitor '${fsmonitor}'; echo wt=$?` })],
+    ],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const res = byId(r.results);
+  assert.match(res.call_0_0, /\.git\/modules\/lib\/config was created or changed by the command and moved to .*core\.fsmonitor.*previous content was put back/);
+  assert.match(res.call_1_0, /\.git\/worktrees\/wt\/config\.worktree was created or changed by the command and moved to .*core\.fsmonitor/);
+  // the user's git in both places afterwards: no fsmonitor runs
+  hostGit(path.join(w.project, "lib"), "status");
+  hostGit(path.join(w.project, "wt"), "status");
+  assert.equal(existsSync(marker), false, "a planted fsmonitor ran on the host");
+  // git still knows both: the previous content was put back, nothing else lost
+  assert.equal(hostGit(path.join(w.project, "lib"), "rev-parse", "--is-inside-work-tree").stdout.trim(), "true");
+  assert.equal(hostGit(path.join(w.project, "wt"), "rev-parse", "--is-inside-work-tree").stdout.trim(), "true");
+});
+
 test("a bare repository the agent makes runs no hook when the user pushes to it", async (t) => {
   const w = makeWorld("esc-bare");
   t.after(w.cleanup);
