@@ -3,10 +3,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { makeWorld, repo } from "./helpers/pi-run.mjs";
+import { makeWorld, openPathForAnyone, repo } from "./helpers/pi-run.mjs";
 
 const { Sandbox } = await import(path.join(repo, "index.js"));
 
@@ -175,7 +175,7 @@ test("as an unprivileged user too (the CLI's run)", { skip: process.getuid() !==
   const w = makeWorld("unpriv");
   t.after(w.cleanup);
   // The world must be reachable by nobody: open the path to it, hand it over.
-  for (let d = w.root; d !== "/"; d = path.dirname(d)) chmodSync(d, 0o755);
+  openPathForAnyone(w.root);
   spawnSync("chown", ["-R", "65534:65534", w.root]);
   const outside = path.join(w.root, "outside", "o.txt");
   const r = spawnSync(

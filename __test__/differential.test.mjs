@@ -8,9 +8,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { chmodSync } from "node:fs";
 import path from "node:path";
-import { makeWorld, repo } from "./helpers/pi-run.mjs";
+import { makeWorld, openPathForAnyone, repo } from "./helpers/pi-run.mjs";
 import { formatFindings, formatGroups, runDifferential, seedFrom } from "./helpers/differential.mjs";
 
 const { sandboxCapability } = await import(path.join(repo, "index.js"));
@@ -39,7 +38,7 @@ test("guard and bash agree for an unprivileged user too", { skip: noBwrap || (pr
   const w = makeWorld("diff-unpriv");
   t.after(w.cleanup);
   // The world must be reachable by nobody: open the path to it, hand it over.
-  for (let d = w.root; d !== "/"; d = path.dirname(d)) chmodSync(d, 0o755);
+  openPathForAnyone(w.root);
   spawnSync("chown", ["-R", "65534:65534", w.root]);
   const r = spawnSync(
     "setpriv",

@@ -15,9 +15,14 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// Inode times come from the kernel's coarse clock, which may lag the fine one by a few
-/// milliseconds; a generous margin keeps "older than the baseline" certain.
-const CLOCK_MARGIN: Duration = Duration::from_millis(100);
+/// "Now" on the clock the file system stamps inodes with (the kernel's coarse clock, which
+/// lags the fine one by up to a tick): the change time of a new, unnamed temp file. An inode
+/// changed strictly before it was not changed by the command that follows.
+fn baseline_time() -> Option<SystemTime> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = tempfile::tempfile().ok()?.metadata().ok()?;
+    Some(UNIX_EPOCH + Duration::new(meta.ctime().max(0) as u64, meta.ctime_nsec() as u32))
+}
 
 use crate::guard::Protection;
 use crate::platform::mounts::{Found, Scan, LINK_TARGET_MISSING};
@@ -151,8 +156,8 @@ pub struct Auditor {
     known: HashMap<PathBuf, Vec<u8>>,
     /// What could not be neutralised: bash is blocked while any of it is still unsafe.
     blocked: Vec<Found>,
-    /// When the baseline was taken, less a margin for the file system's coarse clock: an
-    /// inode whose change time is older was not touched by the command.
+    /// When the baseline was taken, on the file system's clock (`baseline_time`): an inode
+    /// whose change time is older was not touched by the command.
     since: Option<SystemTime>,
 }
 
@@ -163,7 +168,7 @@ impl Auditor {
         for f in scan.all() {
             self.known.insert(f.path.clone(), f.fingerprint.clone());
         }
-        self.since = SystemTime::now().checked_sub(CLOCK_MARGIN);
+        self.since = baseline_time();
     }
 
     /// Whether `path` (and, for a directory, its list of entries) is older than the
@@ -653,8 +658,8 @@ mod tests {
         std::fs::create_dir_all(sub.join("hooks")).unwrap();
         std::fs::write(sub.join("config"), "[core]\n\thooksPath = mine\n").unwrap();
         std::fs::write(sub.join("hooks/build.sh"), "#!/bin/sh\n").unwrap();
-        // older than the baseline by more than the clock margin, as a user's files are
-        std::thread::sleep(CLOCK_MARGIN * 2);
+        // older than the baseline by more than a clock tick, as a user's files are
+        std::thread::sleep(Duration::from_millis(20));
         let mut a = Auditor::default();
         a.baseline(&scan(&g, &root));
         // the command makes sub a git dir: the user's config and hooks are covered now
@@ -669,7 +674,7 @@ mod tests {
         // that makes it a git dir changes that directory: it is judged, and moved
         let other = root.join("other");
         std::fs::create_dir_all(other.join("hooks")).unwrap();
-        std::thread::sleep(CLOCK_MARGIN * 2);
+        std::thread::sleep(Duration::from_millis(20));
         let mut a = Auditor::default();
         a.baseline(&scan(&g, &root));
         std::fs::write(other.join("hooks/pre-commit"), "#!/bin/sh\nevil\n").unwrap();

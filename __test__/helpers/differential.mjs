@@ -1116,6 +1116,9 @@ export function runOnce({ w, policy, queries, context }) {
   const probeFile = path.join(w.root, "diff-probe.cjs");
   fs.writeFileSync(probeFile, PROBE_SOURCE);
   // Prepared first: the placeholders it creates are part of what both layers then see.
+  // The audit leaves alone what changed before the command, by inode change time: let a
+  // clock tick pass after the tree was made, as it does between a user's edits and a command.
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
   const prepared = s.prepareBash(`${shQuote(process.execPath)} ${shQuote(probeFile)} ${shQuote(listFile)}`, "off");
   if (prepared.verdict !== "sandboxed") {
     setup(`prepareBash: ${prepared.verdict}: ${prepared.reason}`);

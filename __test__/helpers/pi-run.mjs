@@ -1,7 +1,7 @@
 // Runs a real pi process (the devDependency) with this extension against the scripted mock
 // model, in a throwaway world outside /tmp (the defaults make /tmp writable).
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startMockModel } from "./mock-model.mjs";
@@ -16,6 +16,15 @@ function fdDir() {
     if (candidate && existsSync(candidate)) return path.dirname(candidate);
   }
   return null;
+}
+
+/**
+ * Lets any user reach `dir`: each directory from it up to `/` gains read and search for
+ * everyone, and keeps every bit it had (a clone below /tmp must not cost /tmp its sticky,
+ * world-writable mode).
+ */
+export function openPathForAnyone(dir) {
+  for (let d = dir; d !== "/"; d = path.dirname(d)) chmodSync(d, (statSync(d).mode & 0o7777) | 0o755);
 }
 
 /** A home (with a secret key), pi's agent dir and a project, under __test__/.work. */
