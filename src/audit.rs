@@ -362,8 +362,9 @@ fn gitfile_is_linked(path: &Path) -> bool {
 /// Judges one new (`before` None) or changed path by its table entry's rule.
 fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
     let path = &found.path;
-    // Content before the command, to put back: only for files compared by content.
-    let restore = before.filter(|b| !b.is_empty());
+    // Content before the command, to put back: only for files compared by content (not the
+    // marker of a protected link's missing target, which is no content).
+    let restore = before.filter(|b| !b.is_empty() && *b != LINK_TARGET_MISSING);
     let hit = match &found.why {
         Protection::Surface(hit) => hit,
         // The file tools may not create it, so neither may a command: mounts can keep only
@@ -461,6 +462,24 @@ fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
 }
 
 impl Auditor {
+    /// Blocks bash on `path` with `why` (a finding the caller could not settle); it is tried
+    /// again, and lifted, like any blocking finding.
+    pub fn block(&mut self, path: &Path, why: &str) -> Finding {
+        if std::fs::symlink_metadata(path).is_ok() {
+            self.blocked.push(Found {
+                path: path.to_path_buf(),
+                why: Protection::DenyWrite(why.to_string()),
+                fingerprint: Vec::new(),
+            });
+        }
+        Finding {
+            path: path.to_path_buf(),
+            moved_to: None,
+            why: format!("{why}. bash stays blocked until you remove it yourself (outside pi)"),
+            blocking: true,
+        }
+    }
+
     /// Tries again to neutralise what blocked bash; returns what still blocks it (empty:
     /// bash may run). A path the user removed or made safe no longer blocks.
     pub fn retry_blocked(&mut self) -> Vec<Finding> {
@@ -686,6 +705,25 @@ mod tests {
             "{found:?}"
         );
         assert!(!other.join("hooks").exists());
+    }
+
+    #[test]
+    fn a_dangling_protected_links_target_made_by_the_command_is_moved_once() {
+        let (_t, root, g) = setup();
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::create_dir_all(root.join("b")).unwrap();
+        // sub/.pi points at a file that does not exist yet (and is named like a git pointer)
+        std::os::unix::fs::symlink("../b/commondir", root.join("sub/.pi")).unwrap();
+        let mut a = Auditor::default();
+        a.baseline(&scan(&g, &root));
+        std::fs::write(root.join("b/commondir"), "../elsewhere\n").unwrap();
+        let first = a.after_structural(&scan(&g, &root));
+        assert_eq!(first.len(), 1, "{first:?}");
+        assert!(first[0].moved_to.is_some());
+        // nothing is put back in its place (there was nothing), so nothing comes back
+        assert!(!root.join("b/commondir").exists());
+        assert!(a.after_structural(&scan(&g, &root)).is_empty());
+        assert!(a.after(&scan(&g, &root)).is_empty());
     }
 
     #[test]

@@ -116,6 +116,9 @@ fn paths_in_error_line(line: &str) -> Vec<String> {
     out
 }
 
+/// Passes of the audit's structural step before it gives up and blocks bash.
+const MAX_STRUCTURAL_PASSES: usize = 64;
+
 /// Why one of pi's file operations did not happen.
 #[derive(Debug)]
 pub enum FileOpError {
@@ -491,12 +494,24 @@ impl Session {
         // files beside it git's data (exempt from denyWrite) or git config to judge.
         let mut findings = Vec::new();
         // Each pass can uncover more (a commondir inside a directory that was git's data).
-        // It ends: every pass that goes on has moved at least one path off the tree.
-        loop {
+        // Every pass that goes on has moved a path off the tree, so it ends; a bound keeps a
+        // path that keeps coming back from stalling pi (then bash is blocked: fail closed).
+        for pass in 0.. {
             let structural = auditor.after_structural(&now);
-            let moved = structural.iter().any(|f| f.moved_to.is_some());
+            let moved: Vec<PathBuf> = structural
+                .iter()
+                .filter(|f| f.moved_to.is_some())
+                .map(|f| f.path.clone())
+                .collect();
             findings.extend(structural);
-            if !moved {
+            if moved.is_empty() {
+                break;
+            }
+            if pass == MAX_STRUCTURAL_PASSES {
+                findings.push(auditor.block(
+                    &moved[0],
+                    "it came back each time it was moved aside; the sandbox cannot tell what the command left here",
+                ));
                 break;
             }
             now = launch::scan(guard);
