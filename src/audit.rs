@@ -165,7 +165,7 @@ impl Auditor {
     /// Records what exists just before a command: only what appears or changes after it is
     /// suspect.
     pub fn baseline(&mut self, scan: &Scan) {
-        for f in scan.all() {
+        for f in compared(scan) {
             self.known.insert(f.path.clone(), f.fingerprint.clone());
         }
         self.since = baseline_time();
@@ -213,7 +213,7 @@ impl Auditor {
 
     fn after_only(&mut self, now: &Scan, judged: impl Fn(&Found) -> bool) -> Vec<Finding> {
         let mut findings = Vec::new();
-        for found in now.all().filter(|f| judged(f)) {
+        for found in compared(now).filter(|f| judged(f)) {
             let before = self.known.get(&found.path);
             if before.is_some_and(|fp| *fp == found.fingerprint) {
                 continue;
@@ -248,6 +248,26 @@ fn is_dir(path: &Path) -> bool {
 
 fn is_empty_dir(path: &Path) -> bool {
     std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_none())
+}
+
+/// What a scan found, one entry per path: a path found both under its own name and as a
+/// second name of another (a protected link's target, a hard link) is compared as itself,
+/// by its own entry's fingerprint.
+fn compared(scan: &Scan) -> impl Iterator<Item = &Found> {
+    let direct: std::collections::HashSet<&Path> = scan
+        .all()
+        .filter(|f| !is_second_name(f))
+        .map(|f| f.path.as_path())
+        .collect();
+    scan.all()
+        .filter(move |f| !is_second_name(f) || !direct.contains(f.path.as_path()))
+}
+
+fn is_second_name(f: &Found) -> bool {
+    matches!(
+        f.why,
+        Protection::LinkTarget { .. } | Protection::HardLink { .. }
+    )
 }
 
 /// Moves `path` into a new quarantine directory beside it (random name, made by us), under
@@ -724,6 +744,28 @@ mod tests {
         assert!(!root.join("b/commondir").exists());
         assert!(a.after_structural(&scan(&g, &root)).is_empty());
         assert!(a.after(&scan(&g, &root)).is_empty());
+    }
+
+    #[test]
+    fn a_file_that_is_also_a_protected_links_target_is_compared_as_itself() {
+        let (_t, root, g) = setup();
+        let admin = root.join(".git/worktrees/wt");
+        for d in ["objects", "refs"] {
+            std::fs::create_dir_all(root.join(".git").join(d)).unwrap();
+        }
+        std::fs::create_dir_all(&admin).unwrap();
+        std::fs::write(
+            admin.join("config.worktree"),
+            "[core]\n\thooksPath = mine\n",
+        )
+        .unwrap();
+        // a `.env` (denyWrite) link whose target is that file: two entries for one path
+        std::os::unix::fs::symlink(admin.join("config.worktree"), root.join(".env")).unwrap();
+        let mut a = Auditor::default();
+        a.baseline(&scan(&g, &root));
+        // nothing changed: nothing to judge, the user's config stays
+        assert_eq!(a.after(&scan(&g, &root)), vec![]);
+        assert!(admin.join("config.worktree").exists());
     }
 
     #[test]
