@@ -10,11 +10,14 @@
 //   PI_SANDBOX_DIFF_ROOT=<dir> build the trees in this existing directory (one job only;
 //                              the test uses it to run as another user)
 import { fork } from "node:child_process";
+import fs from "node:fs";
 import os from "node:os";
+import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { formatGroups, groupFindings, mergeGroups, runDifferential, seedFrom } from "../__test__/helpers/differential.mjs";
 
 const PATHS_PER_SEED = 10_000;
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const EXAMPLES = 3;
 
 /** One seed's run, reduced to what the report needs (a million paths' findings would not fit). */
@@ -34,10 +37,17 @@ function runSeed(seed, paths, root) {
 if (process.argv[2] === "--one-seed") {
   // A worker: one seed, the result to the parent (a harness error too: the run goes on).
   const seed = Number(process.argv[3]);
+  // Each worker's world sits in a directory of its own: a random link that climbs out of one
+  // world must not land in another worker's, which that worker is rebuilding meanwhile.
+  const own = fs.mkdtempSync(path.join(repo, "__test__", ".work", "fuzz-"));
+  const root = path.join(own, "world");
+  fs.mkdirSync(root);
   try {
-    process.send(runSeed(seed, Number(process.argv[4])));
+    process.send(runSeed(seed, Number(process.argv[4]), root));
   } catch (e) {
     process.send({ seed, error: e.stack });
+  } finally {
+    fs.rmSync(own, { recursive: true, force: true });
   }
 } else {
   await main();
