@@ -350,25 +350,11 @@ fn live_hooks(dir: &Path) -> Vec<PathBuf> {
 /// admin dir (`<common>/worktrees/<name>`) whose `gitdir` back-link names `path`, or a
 /// submodule's git dir (`<git dir>/modules/...`).
 fn gitfile_is_linked(path: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(text) = std::fs::read(path) else {
+    let Some(target) = crate::protected::gitfile_target(path) else {
         return false;
     };
-    let Some(rest) = text.strip_prefix(b"gitdir:") else {
-        return false;
-    };
-    let dir = path.parent().unwrap_or(Path::new("/"));
-    let Ok(target) =
-        crate::paths::canonicalize(&dir.join(std::ffi::OsStr::from_bytes(rest.trim_ascii())))
-    else {
-        return false;
-    };
-    let same = |a: &Path, b: &Path| matches!((crate::paths::canonicalize(a), crate::paths::canonicalize(b)), (Ok(x), Ok(y)) if x == y);
-    if let Ok(back) = std::fs::read(target.join("gitdir")) {
-        let back = target.join(std::ffi::OsStr::from_bytes(back.trim_ascii()));
-        if same(&back, path) {
-            return true;
-        }
+    if crate::protected::worktree_links_back(&target, path) {
+        return true;
     }
     // A submodule's: an existing git dir somewhere below `<git dir>/modules/`.
     target.is_dir()

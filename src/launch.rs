@@ -105,8 +105,7 @@ impl Launch {
                 "exec {SCRIPT_FD}< {s} {ARGS_FD}< {a} && rm -f -- {s} {a} && exec {program} --args {ARGS_FD}"
             ));
             // bwrap takes options from the file, the command from its own argv.
-            let command = self.args.iter().skip_while(|a| *a != "--");
-            for a in command {
+            for a in self.command_part() {
                 out.push(' ');
                 out.push_str(&sh_quote(utf8(a)?));
             }
@@ -128,8 +127,13 @@ impl Launch {
     /// bwrap's arguments when the options come from an args file on `fd`: `--args fd -- CMD`.
     pub fn argv_with_args_fd(&self, fd: u32) -> Vec<OsString> {
         let mut out: Vec<OsString> = vec!["--args".into(), fd.to_string().into()];
-        out.extend(self.args.iter().skip_while(|a| *a != "--").cloned());
+        out.extend(self.command_part().cloned());
         out
+    }
+
+    /// `-- CMD ARGS...`: the part of bwrap's arguments that is not in the args file.
+    fn command_part(&self) -> impl Iterator<Item = &OsString> {
+        self.args.iter().skip_while(|a| *a != "--")
     }
 
     /// Removes the temp files of a launch that will not run.
@@ -187,6 +191,12 @@ pub fn plan_for(guard: &Guard, network: bool, script: Option<&Path>, scan: &Scan
     mounts::plan(guard, &facts, network, script)
 }
 
+/// bwrap's options (its arguments before `--`) as an args file; see `write_args_file`.
+fn write_options_file(dir: &Path, args: &[OsString]) -> Result<PathBuf, LaunchError> {
+    let options: Vec<OsString> = args.iter().take_while(|a| *a != "--").cloned().collect();
+    write_args_file(dir, &options)
+}
+
 /// bwrap's arguments as a file of NUL-terminated strings (`bwrap --args FD`): paths reach
 /// bwrap byte for byte, whatever their encoding, and no shell quoting is involved.
 fn write_args_file(dir: &Path, args: &[OsString]) -> Result<PathBuf, LaunchError> {
@@ -219,10 +229,7 @@ pub fn bwrap_bash(
     ];
     let built = bwrap::build(&plan, &argv)
         .map_err(LaunchError::from)
-        .and_then(|args| {
-            let options: Vec<OsString> = args.iter().take_while(|a| *a != "--").cloned().collect();
-            Ok((write_args_file(tmp_dir, &options)?, args))
-        });
+        .and_then(|args| Ok((write_options_file(tmp_dir, &args)?, args)));
     match built {
         Ok((args_file, args)) => Ok(Launch {
             program: bwrap_program.to_path_buf(),
@@ -251,10 +258,9 @@ pub fn bwrap_argv(
 ) -> Result<Launch, LaunchError> {
     let plan = plan_for(guard, network, None, scan);
     let args = bwrap::build(&plan, argv)?;
-    let options: Vec<OsString> = args.iter().take_while(|a| *a != "--").cloned().collect();
     Ok(Launch {
         program: bwrap_program.to_path_buf(),
-        args_file: Some(write_args_file(tmp_dir, &options)?),
+        args_file: Some(write_options_file(tmp_dir, &args)?),
         args,
         script: None,
         temp_files: vec![],

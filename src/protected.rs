@@ -348,27 +348,10 @@ pub fn worktree_git_dirs(cwd: &Path) -> Vec<PathBuf> {
     if !std::fs::symlink_metadata(&dot_git).is_ok_and(|m| m.is_file()) {
         return vec![];
     }
-    let Ok(text) = std::fs::read(&dot_git) else {
+    let Some(admin) = gitfile_target(&dot_git) else {
         return vec![];
     };
-    let Some(rest) = text.strip_prefix(b"gitdir:") else {
-        return vec![];
-    };
-    let target = OsStr::from_bytes(rest.trim_ascii());
-    let Ok(admin) = crate::paths::canonicalize(&cwd.join(target)) else {
-        return vec![];
-    };
-    // The back-link, written by git when the worktree was added.
-    let Ok(back) = std::fs::read(admin.join("gitdir")) else {
-        return vec![];
-    };
-    let back = Path::new(OsStr::from_bytes(back.trim_ascii()));
-    let same =
-        |a: &Path, b: &Path| match (crate::paths::canonicalize(a), crate::paths::canonicalize(b)) {
-            (Ok(x), Ok(y)) => x == y,
-            _ => false,
-        };
-    if !same(&admin.join(back), &dot_git) {
+    if !worktree_links_back(&admin, &dot_git) {
         return vec![];
     }
     let Ok(commondir) = std::fs::read(admin.join("commondir")) else {
@@ -390,6 +373,28 @@ pub fn worktree_git_dirs(cwd: &Path) -> Vec<PathBuf> {
         }
     }
     dirs
+}
+
+/// The git dir a gitfile names (`gitdir: <path>`, relative to the file's directory),
+/// canonical; None when it is no gitfile.
+pub fn gitfile_target(gitfile: &Path) -> Option<PathBuf> {
+    let text = std::fs::read(gitfile).ok()?;
+    let rest = text.strip_prefix(b"gitdir:")?;
+    let dir = gitfile.parent().unwrap_or(Path::new("/"));
+    crate::paths::canonicalize(&dir.join(OsStr::from_bytes(rest.trim_ascii()))).ok()
+}
+
+/// Whether a worktree's admin dir has git's back-link (its `gitdir` file, written by
+/// `git worktree add`) to `gitfile`.
+pub fn worktree_links_back(admin: &Path, gitfile: &Path) -> bool {
+    let Ok(back) = std::fs::read(admin.join("gitdir")) else {
+        return false;
+    };
+    let back = admin.join(OsStr::from_bytes(back.trim_ascii()));
+    matches!(
+        (crate::paths::canonicalize(&back), crate::paths::canonicalize(gitfile)),
+        (Ok(x), Ok(y)) if x == y
+    )
 }
 
 /// `is_git_dir_on_disk` with answers kept, for walks that ask about the same ancestors

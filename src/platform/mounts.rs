@@ -72,7 +72,8 @@ pub fn writable_roots(guard: &Guard) -> Vec<PathBuf> {
     if guard.mode().value == Mode::ReadOnly {
         return vec![];
     }
-    let mut is_git_dir = crate::protected::is_git_dir_on_disk;
+    let mut cache = GitDirCache::default();
+    let mut is_git_dir = |p: &Path| guard.is_git_dir_for_writes(p, &mut cache);
     guard
         .allow_write_paths()
         .filter(|root| guard.write_protection(root, &mut is_git_dir).is_none())
@@ -375,18 +376,18 @@ pub fn scan_protected(guard: &Guard, roots: &[PathBuf]) -> Scan {
                     fingerprint: Vec::new(),
                 };
                 scan.second_names.push(found.clone());
-                if std::fs::symlink_metadata(&target).is_err() {
+                match std::fs::symlink_metadata(&target) {
                     // Dangling: nothing to mount, but a command could create it. The audit
                     // compares it, and moves aside what appears there.
-                    scan.audited.push(Found {
+                    Err(_) => scan.audited.push(Found {
                         fingerprint: LINK_TARGET_MISSING.to_vec(),
                         ..found
-                    });
-                } else if roots.iter().any(|r| is_under(&target, r)) {
-                    if let Ok(tmeta) = std::fs::symlink_metadata(&target) {
+                    }),
+                    Ok(tmeta) if roots.iter().any(|r| is_under(&target, r)) => {
                         collect_linked_inodes(&target, &tmeta, usize::MAX, &mut linked_inodes);
+                        scan.protected.push(found);
                     }
-                    scan.protected.push(found);
+                    Ok(_) => {}
                 }
             }
         }
