@@ -10,6 +10,33 @@
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
 /**
+ * A shell command or argv, prepared: the policy's verdict and, when sandboxed, what to spawn.
+ * Spawn `program` with `args` directly (no shell), giving the child `fds` as its fds 3, 4, ...
+ * in order (`stdio: ["ignore", "pipe", "pipe", ...fds]`); call `release()` once spawned and
+ * `finish()` when the run is over.
+ */
+export declare class PreparedCommand {
+  /** "sandboxed" | "unsandboxed" | "denied" */
+  get verdict(): string
+  /** Why it is unsandboxed or denied, for the user and the model. */
+  get reason(): string | null
+  /** The program to spawn (bwrap or sandbox-exec). */
+  get program(): string | null
+  /** Its arguments (bwrap's options come on fd 3). */
+  get args(): Array<string> | null
+  /** All of the sandbox's arguments, options included, for display. */
+  get shown(): Array<string> | null
+  /** The open files the child gets as fds 3, 4, ...; empty once released. */
+  get fds(): Array<number>
+  /** Empty directories created as mount points for protected names (kept afterwards). */
+  get placeholders(): Array<string> | null
+  /** Closes this process's copies of `fds` (the child has its own once spawned). */
+  release(): void
+  /** After the run: releases the fds and removes the run's temp files. */
+  finish(): void
+}
+
+/**
  * The policy of one pi session. Never throws for a broken config: it loads in a refusing
  * state (see `error`) so that every check fails closed with the reason.
  */
@@ -45,13 +72,12 @@ export declare class Sandbox {
   /** read-only → read-write → yolo → read-only; returns the new mode. */
   cycleMode(how: string): string
   /**
-   * Prepares a shell command for pi's bash: the policy's verdict and, when sandboxed, the
-   * command string to run instead (it runs the sandbox, keeps the exit code, cleans up).
-   * `network`: "on" | "off" (default off).
+   * Prepares a shell command for pi's bash: the policy's verdict and, when sandboxed, what
+   * to spawn (see `PreparedCommand`). `network`: "on" | "off" (default off).
    */
-  prepareBash(command: string, network?: string | undefined | null): JsPrepared
-  /** Prepares an argv (no shell) the same way: `program` + `args` when sandboxed. */
-  prepareRun(argv: Array<string>, network?: string | undefined | null): JsPrepared
+  prepareBash(command: string, network?: string | undefined | null): PreparedCommand
+  /** Prepares an argv (no shell) the same way. */
+  prepareRun(argv: Array<string>, network?: string | undefined | null): PreparedCommand
   /**
    * Call after a sandboxed command finished: control-surface paths it created (a `.pi`
    * directory, a new repository's live hooks or command-running git config) are moved
@@ -108,31 +134,6 @@ export interface JsLoadError {
   code: string
   message: string
   file?: string
-}
-
-export interface JsPrepared {
-  /** "sandboxed" | "unsandboxed" | "denied" */
-  verdict: string
-  /** Why it is unsandboxed or denied, for the user and the model. */
-  reason?: string
-  /** Sandboxed shell command: what to run in place of the user's (via `bash -c`). */
-  command?: string
-  /** Sandboxed argv run: the program and its arguments (all of bwrap's, for display). */
-  program?: string
-  args?: Array<string>
-  /**
-   * bwrap's options, NUL-separated, byte for byte (any path encoding): open it on fd 3,
-   * delete it, and run `program` with `runArgs` (`--args 3 -- CMD...`).
-   */
-  argsFile?: string
-  runArgs?: Array<string>
-  /** The temp script holding the command (removed by `command` when it finishes). */
-  script?: string
-  /**
-   * Empty directories to create before an argv run (mount points for protected paths that
-   * do not exist yet; kept afterwards). `command` does this itself.
-   */
-  placeholders?: Array<string>
 }
 
 export interface JsStep {

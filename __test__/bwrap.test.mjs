@@ -1,11 +1,13 @@
-// The OS layer with the real bubblewrap: commands prepared by the addon, run the way pi runs
-// them (`bash -c <command>`), judged by what happened on disk, on the network and to processes.
+// The OS layer with the real bubblewrap: commands prepared by the addon, run the way the
+// extension runs them (bwrap spawned directly, its mount sources on fds), judged by what
+// happened on disk, on the network and to processes.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
+import { runPrepared, runPreparedSync } from "./helpers/launch.mjs";
 import { makeWorld, openPathForAnyone, repo } from "./helpers/pi-run.mjs";
 
 const { Sandbox } = await import(path.join(repo, "index.js"));
@@ -24,8 +26,7 @@ function setup(t, projectConfig) {
     if (mode) s.setMode(mode, "test");
     const p = s.prepareBash(command, network);
     assert.equal(p.verdict, "sandboxed", p.reason);
-    const r = spawnSync("bash", ["-c", p.command], { cwd: w.project, encoding: "utf8", env: { ...process.env, TMPDIR: w.tmp } });
-    return { ...r, script: p.script };
+    return runPreparedSync(p, { cwd: w.project, env: { ...process.env, TMPDIR: w.tmp } });
   };
   return { w, run, sandbox };
 }
@@ -58,16 +59,7 @@ test("network off means no connection, not even to a server on 127.0.0.1", async
   const { port } = server.address();
   const probe = `exec 3<>/dev/tcp/127.0.0.1/${port} && head -n1 <&3`;
   // spawnSync would block the event loop the server answers on: run asynchronously.
-  const go = (network) =>
-    new Promise((resolve) => {
-      const p = sandbox().prepareBash(probe, network);
-      const child = spawn("bash", ["-c", p.command], { stdio: ["ignore", "pipe", "pipe"] });
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (d) => (stdout += d));
-      child.stderr.on("data", (d) => (stderr += d));
-      child.on("close", (code) => resolve({ code, stdout, stderr }));
-    });
+  const go = (network) => runPrepared(sandbox().prepareBash(probe, network));
   const off = await go("off");
   assert.notEqual(off.code, 0);
   assert.doesNotMatch(off.stdout, /hello-from-host/);
@@ -76,8 +68,8 @@ test("network off means no connection, not even to a server on 127.0.0.1", async
   assert.match(on.stdout, /hello-from-host/);
 });
 
-test("exit codes and signals are preserved; the temp script is gone afterwards", (t) => {
-  const { run } = setup(t);
+test("exit codes and signals are preserved; no temp file is left on the host", (t) => {
+  const { w, run } = setup(t);
   for (const [cmd, code] of [
     ["true", 0],
     ["false", 1],
@@ -87,7 +79,7 @@ test("exit codes and signals are preserved; the temp script is gone afterwards",
   ]) {
     const r = run(cmd);
     assert.equal(r.status, code, `${cmd}: ${r.stderr}`);
-    assert.equal(existsSync(r.script), false, `${cmd}: script left behind`);
+    assert.deepEqual(readdirSync(w.tmp), [], `${cmd}: temp files left behind`);
   }
 });
 
@@ -206,7 +198,7 @@ test("git worktree: started at its root, git can write its git dirs (hooks still
     const s = Sandbox.load({ cwd, home: w.home, agentDir: w.agentDir, approvalMode: "ask" });
     const p = s.prepareBash(command, "off");
     assert.equal(p.verdict, "sandboxed", p.reason);
-    return spawnSync("bash", ["-c", p.command], { cwd, encoding: "utf8", env: { ...process.env, TMPDIR: w.tmp } });
+    return runPreparedSync(p, { cwd, env: { ...process.env, TMPDIR: w.tmp } });
   };
   const commit = "echo b > b.txt && git add -A && git -c user.email=a@b -c user.name=n commit -qm wt && echo committed";
   let r = runIn(wt, `${commit}; echo evil > ${main}/.git/hooks/pre-commit; echo hook=$?`);
@@ -221,14 +213,7 @@ test("git worktree: started at its root, git can write its git dirs (hooks still
 test("concurrent sandboxes: one finishing does not lift another's protection of a missing .pi", async (t) => {
   const { w, sandbox } = setup(t);
   const start = (command) => {
-    const p = sandbox().prepareBash(command, "off");
-    return new Promise((resolve) => {
-      const child = spawn("bash", ["-c", p.command], { cwd: w.project, env: { ...process.env, TMPDIR: w.tmp } });
-      let out = "";
-      child.stdout.on("data", (d) => (out += d));
-      child.stderr.on("data", (d) => (out += d));
-      child.on("close", (code) => resolve({ code, out }));
-    });
+    return runPrepared(sandbox().prepareBash(command, "off"), { cwd: w.project, env: { ...process.env, TMPDIR: w.tmp } });
   };
   const slow = start("sleep 1; mkdir -p .pi/extensions && echo x > .pi/extensions/e.ts; echo slow=$?");
   await new Promise((r) => setTimeout(r, 300));
@@ -249,7 +234,7 @@ test("a project below /tmp is still visible and writable inside the private /tmp
   writeFileSync(path.join(home, ".ssh", "id_rsa"), "TMP-SECRET");
   const s = Sandbox.load({ cwd: project, home, agentDir: path.join(home, ".pi", "agent"), approvalMode: "ask" });
   const p = s.prepareBash(`pwd; echo ok > made.txt; cat ${home}/.ssh/id_rsa; ls /tmp | grep -c . || true`, "off");
-  const r = spawnSync("bash", ["-c", p.command], { cwd: project, encoding: "utf8" });
+  const r = runPreparedSync(p, { cwd: project });
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, new RegExp(`^${project}$`, "m"));
   assert.equal(readFileSync(path.join(project, "made.txt"), "utf8"), "ok\n");
@@ -300,4 +285,35 @@ test("what a command creates on pi's control surface is moved aside and reported
   // the project's own .pi did not exist: its placeholder is ours, not the command's work
   assert.doesNotMatch(r.stderr, /project\/\.pi was created/);
   assert.deepEqual(readdirSync(p(".pi")), []);
+});
+
+test("a mount source swapped for a symlink after the plan was made cannot redirect the mount", async (t) => {
+  const { w, sandbox } = setup(t);
+  spawnSync("git", ["init", "-q", w.project]);
+  const elsewhere = path.join(w.root, "outside", "elsewhere");
+  mkdirSync(elsewhere, { recursive: true });
+  const env = { ...process.env, TMPDIR: w.tmp };
+  // The read-only hooks mount: its source becomes a link to a directory bash could write.
+  let p = sandbox().prepareBash("echo evil > .git/hooks/pre-commit; echo rc=$?", "off");
+  assert.equal(p.verdict, "sandboxed", p.reason);
+  const hooks = path.join(w.project, ".git", "hooks");
+  renameSync(hooks, `${hooks}.old`);
+  symlinkSync(elsewhere, hooks);
+  let r = runPreparedSync(p, { cwd: w.project, env });
+  assert.notEqual(r.status, 0, r.stdout + r.stderr);
+  assert.deepEqual(readdirSync(elsewhere), [], "the mount followed the planted link");
+  assert.doesNotMatch(r.stdout, /rc=0/);
+  rmSync(hooks);
+  renameSync(`${hooks}.old`, hooks);
+  // The writable root itself: swapped for a link to a directory outside.
+  p = sandbox().prepareBash("echo escaped > f.txt; echo rc=$?", "off");
+  const moved = `${w.project}.moved`;
+  renameSync(w.project, moved);
+  symlinkSync(elsewhere, w.project);
+  r = runPreparedSync(p, { cwd: moved, env });
+  rmSync(w.project);
+  renameSync(moved, w.project);
+  assert.notEqual(r.status, 0, r.stdout + r.stderr);
+  assert.deepEqual(readdirSync(elsewhere), [], "the writable bind followed the planted link");
+  assert.match(r.stderr, /bwrap: /);
 });

@@ -1,9 +1,9 @@
 // The macOS layer with the real sandbox-exec. Skipped elsewhere (see .github/workflows/macos.yml).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
+import { runPreparedSync } from "./helpers/launch.mjs";
 import { makeWorld, repo } from "./helpers/pi-run.mjs";
 
 const onMac = process.platform === "darwin";
@@ -19,11 +19,12 @@ test("sandbox-exec: writes outside fail, secrets unreadable, network off, exit c
     "off",
   );
   assert.equal(p.verdict, "sandboxed", p.reason);
-  const r = spawnSync("bash", ["-c", p.command], { cwd: w.project, encoding: "utf8", env: { ...process.env, TMPDIR: w.tmp } });
+  const r = runPreparedSync(p, { cwd: w.project, env: { ...process.env, TMPDIR: w.tmp } });
   assert.equal(r.status, 42, r.stderr);
   assert.equal(readFileSync(path.join(w.project, "in.txt"), "utf8"), "in\n");
   assert.equal(existsSync(outside), false);
   assert.doesNotMatch(r.stdout, /SECRET-KEY-0451/);
   assert.doesNotMatch(r.stdout, /net=0/);
-  assert.equal(existsSync(p.script), false);
+  // the profile and the script are removed once the run is over
+  assert.deepEqual(readdirSync(w.tmp), []);
 });

@@ -1,14 +1,13 @@
 // Benchmark (not a test): what sandboxing costs one bash command.
 //   A. bare `bash -c true`
-//   B. the same bwrap line the sandbox builds, run directly: bwrap <args> -- bash -l <script>
-//      with the script on fd 3 (as the pipeline passes it)
-//   C. that line through `bash -c`, the way pi starts every command (with or without sandbox)
-//   D. the full pipeline as pi runs it: prepareBash("true") (policy, mount plan, temp script),
-//      `bash -c <wrapped>` (bwrap, `bash -l <script>`), then the audit of what it created
-// Medians over many runs, interleaved so that machine noise hits all three alike.
+//   B. bare bwrap with the same mounts the sandbox builds, by path, run directly:
+//      bwrap <mounts> -- bash -l <script>, the script on fd 3
+//   C. the full pipeline as the extension runs it: prepareBash("true") (policy, scan, mount
+//      plan, mount sources opened), bwrap spawned directly with its fds, then the audit
+// Medians over many runs, interleaved so that machine noise hits all of them alike.
 //   node bench/bash-bench.mjs [--quick]
 import { spawnSync } from "node:child_process";
-import { closeSync, copyFileSync, mkdirSync, mkdtempSync, openSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, mkdirSync, mkdtempSync, openSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -33,15 +32,26 @@ process.env.TMPDIR = tmp;
 const sandbox = Sandbox.load({ cwd, home, agentDir, approvalMode: "ask" });
 if (sandbox.error) throw new Error(sandbox.error.message);
 
-const bare = sandbox.prepareBash("true", "off");
-if (bare.verdict !== "sandboxed") throw new Error(`no sandbox: ${bare.reason}`);
+const first = sandbox.prepareBash("true", "off");
+if (first.verdict !== "sandboxed") throw new Error(`no sandbox: ${first.reason}`);
+// The same mounts by path, the script on fd 3: what bwrap costs without us.
 const bareScript = path.join(root, "bare-script.sh");
 writeFileSync(bareScript, "true");
-rmSync(bare.script, { force: true });
-// bwrap's options come from an args file on fd 4; keep a copy for the repeated bare runs.
-const bareArgs = path.join(root, "bare-args");
-copyFileSync(bare.argsFile, bareArgs);
-rmSync(bare.argsFile, { force: true });
+const bareArgs = [];
+const shown = first.shown;
+for (let i = 0; i < shown.length; i++) {
+  const a = shown[i];
+  if (a === "--bind-fd" || a === "--ro-bind-fd") {
+    const p = shown[i + 2];
+    bareArgs.push(a === "--bind-fd" ? "--bind" : "--ro-bind", p, p);
+    i += 2;
+  } else if (a === "--ro-bind-data") {
+    bareArgs.push(a, "3", shown[i + 2]);
+    i += 2;
+  } else bareArgs.push(a);
+}
+const bwrapProgram = first.program;
+first.finish();
 
 function time(fn) {
   const t0 = process.hrtime.bigint();
@@ -51,26 +61,22 @@ function time(fn) {
 }
 const cases = {
   "bash -c true": () => spawnSync("bash", ["-c", "true"], { cwd, env }),
-  "same bwrap line, run bare": () => {
+  "bare bwrap, same mounts": () => {
     const fd = openSync(bareScript, "r");
     try {
-      return spawnSync(bare.program, bare.args, { cwd, env, stdio: ["ignore", "pipe", "pipe", fd] });
+      return spawnSync(bwrapProgram, bareArgs, { cwd, env, stdio: ["ignore", "pipe", "pipe", fd] });
     } finally {
       closeSync(fd);
     }
   },
-  "same bwrap line via bash -c": () => {
-    const line = bare.command
-      .replace(/'[^']*pi-bash-[^']*\.sh'/g, `'${bareScript}'`)
-      .replace(/'[^']*pi-bwrap-args-[^']*'/g, `'${bareArgs}'`)
-      .replace(/ && rm -f -- '[^']*' '[^']*'/, "");
-    return spawnSync("bash", ["-c", line], { cwd, env });
-  },
   "sandboxed (prepare + run + audit)": () => {
     const p = sandbox.prepareBash("true", "off");
-    const r = spawnSync("bash", ["-c", p.command], { cwd, env });
-    sandbox.auditAfterCommand();
-    return r;
+    try {
+      return spawnSync(p.program, p.args, { cwd, env, stdio: ["ignore", "pipe", "pipe", ...p.fds] });
+    } finally {
+      p.finish();
+      sandbox.auditAfterCommand();
+    }
   },
 };
 const samples = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
@@ -81,18 +87,16 @@ for (let i = 0; i < RUNS; i++) {
   const t0 = process.hrtime.bigint();
   const p = sandbox.prepareBash("true", "off");
   prep.push(Number(process.hrtime.bigint() - t0) / 1e6);
-  rmSync(p.script, { force: true });
-  rmSync(p.argsFile, { force: true });
+  p.finish();
 }
 rmSync(root, { recursive: true, force: true });
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const ref = median(samples["same bwrap line, run bare"]);
-console.log(`one command, median of ${RUNS} interleaved runs (ms); target: sandboxed ≤ 1.3× bare bwrap\n`);
-const viaShell = median(samples["same bwrap line via bash -c"]);
-console.log("| command | median ms | × bare bwrap | × bwrap line via bash -c |");
-console.log("|---|---:|---:|---:|");
+const ref = median(samples["bare bwrap, same mounts"]);
+console.log(`one command, median of ${RUNS} interleaved runs (ms); target: sandboxed ≤ 1.2× bare bwrap\n`);
+console.log("| command | median ms | × bare bwrap |");
+console.log("|---|---:|---:|");
 for (const [k, xs] of Object.entries(samples)) {
-  console.log(`| ${k} | ${median(xs).toFixed(2)} | ${(median(xs) / ref).toFixed(2)} | ${(median(xs) / viaShell).toFixed(2)} |`);
+  console.log(`| ${k} | ${median(xs).toFixed(2)} | ${(median(xs) / ref).toFixed(2)} |`);
 }
-console.log(`\nprepareBash alone (policy + mount plan + workspace scan of 200 files + script): median ${median(prep).toFixed(2)} ms`);
+console.log(`\nprepareBash alone (policy + scan of 200 files + mount plan + mount sources opened): median ${median(prep).toFixed(2)} ms`);

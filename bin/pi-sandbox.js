@@ -80,14 +80,10 @@ function runPrepared(prepared, argv) {
   } else {
     process.stderr.write(`pi-sandbox: running unsandboxed: ${prepared.reason}\n`);
   }
-  // bwrap's options travel in a file on fd 3, byte for byte; it is deleted before the run.
-  const stdio = ["inherit", "inherit", "inherit"];
-  if (prepared.verdict === "sandboxed" && prepared.argsFile) {
-    stdio.push(fs.openSync(prepared.argsFile, "r"));
-    fs.rmSync(prepared.argsFile, { force: true });
-    args = prepared.runArgs;
-  }
+  // The sandbox's options, mount sources and script arrive on fds 3, 4, ...
+  const stdio = ["inherit", "inherit", "inherit", ...prepared.fds];
   const r = spawnSync(program, args, { stdio });
+  prepared.finish();
   if (r.error) {
     process.stderr.write(`pi-sandbox: cannot start ${program}: ${r.error.message}\n`);
     return 127;

@@ -25,6 +25,8 @@ import type {
 	ToolDefinition,
 	WriteOperations,
 } from "@mariozechner/pi-coding-agent";
+import type { PreparedCommand } from "../index.js";
+import { runPrepared } from "./exec.ts";
 import { addonLoadFailure, askApproval, showStatus, sandboxReport } from "./ui.ts";
 import type { FileBackend, SandboxAddon, SandboxHandle } from "./ui.ts";
 
@@ -156,23 +158,23 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 	};
 
 	/**
-	 * How a shell command runs: the command to run instead (sandboxed), the command as is
-	 * (protection turned off by the user), or an Error whose message says why it may not run.
+	 * How a shell command runs: prepared for the sandbox, as is ("unsandboxed": protection
+	 * turned off by the user), or an Error whose message says why it may not run.
 	 */
-	function wrapCommand(command: string): string | Error {
-		if (disabledByFlag()) return command;
+	function prepareCommand(command: string): PreparedCommand | "unsandboxed" | Error {
+		if (disabledByFlag()) return "unsandboxed";
 		if (!addon) return new Error(addonLoadFailure(addonError));
 		const s = sandbox ?? addon.Sandbox.load({ cwd: startCwd });
 		sandbox ??= s;
 		sandboxCwd ??= startCwd;
-		let prepared;
+		let prepared: PreparedCommand;
 		try {
 			prepared = s.prepareBash(command, network());
 		} catch (e) {
 			return e as Error;
 		}
-		if (prepared.verdict === "sandboxed" && prepared.command) return prepared.command;
-		if (prepared.verdict === "unsandboxed") return command;
+		if (prepared.verdict === "sandboxed") return prepared;
+		if (prepared.verdict === "unsandboxed") return "unsandboxed";
 		return new Error(prepared.reason ?? "Blocked by the sandbox.");
 	}
 
@@ -206,18 +208,21 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 	}
 
 	/**
-	 * pi's own exec, behind the sandbox: prepare, run, audit, as one step of the queue. A
+	 * pi's bash, behind the sandbox: prepare, run, audit, as one step of the queue. The
+	 * sandbox is spawned directly (extension/exec.ts), with its mount sources as open fds. A
 	 * refused command throws for the bash tool (pi reports the reason as the tool's error)
-	 * and is printed with exit code 126 for the user's `!cmd`, as a shell would.
+	 * and is printed with exit code 126 for the user's `!cmd`, as a shell would. Unsandboxed
+	 * (the user turned protection off) it is pi's own exec, unchanged.
 	 */
 	const local = createLocalBashOperations();
 	const sandboxed = (refusal: "throw" | "print"): BashOperations => ({
 		exec: (command, cwd, options) =>
 			serialized(async () => {
-				const wrapped = wrapCommand(command);
-				if (wrapped instanceof Error) {
-					if (refusal === "throw") throw wrapped;
-					options.onData(Buffer.from(`${wrapped.message}\n`));
+				const prepared = prepareCommand(command);
+				if (prepared === "unsandboxed") return local.exec(command, cwd, options);
+				if (prepared instanceof Error) {
+					if (refusal === "throw") throw prepared;
+					options.onData(Buffer.from(`${prepared.message}\n`));
 					return { exitCode: 126 };
 				}
 				// The tail of the output, to say which read-only paths its errors are about.
@@ -227,8 +232,9 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 					options.onData(data);
 				};
 				try {
-					return await local.exec(wrapped, cwd, { ...options, onData });
+					return await runPrepared(prepared, cwd, { ...options, onData }, getAgentDir());
 				} finally {
+					prepared.finish();
 					const note = explainNote(tail) + auditNote();
 					if (note) options.onData(Buffer.from(`${note}\n`));
 				}

@@ -1,29 +1,42 @@
-//! Turning a command into a sandboxed launch: the temp script, the wrapped command string
-//! pi's bash tool runs instead, exit-code preservation and cleanup.
+//! Turning a command into a sandboxed launch: the program to spawn, its arguments, and the
+//! files it gets as fds 3, 4, ... (bwrap's options, the mount sources, the script).
 //!
-//! The user's command is never quoted or parsed: it is written byte for byte into a script
-//! file, so heredocs, quotes, `$`, backslashes and unicode arrive intact. Only paths we
-//! generate ourselves are quoted for the outer shell.
+//! Nothing runs through a shell on the host: the caller spawns `program` directly. The user's
+//! command is never quoted or parsed: it is written byte for byte into an unnamed file that
+//! bwrap copies into the sandbox's private /tmp, so heredocs, quotes, `$`, backslashes and
+//! unicode arrive intact and nothing is left on the host. bwrap's options travel the same way
+//! (`--args`), NUL-separated, so paths of any encoding reach it byte for byte.
 
 use std::ffi::OsString;
 use std::fmt;
-use std::io::Write as _;
+use std::fs::File;
+use std::io::{Seek as _, Write as _};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::guard::Guard;
-use crate::platform::bwrap::{self, BwrapError, ARGS_FD, SCRIPT_FD};
+use crate::open::OpenError;
+use crate::platform::bwrap::{self, BwrapError, FdSource, ARGS_FD};
 use crate::platform::mounts::{self, Facts, FileKind, MountPlan, Scan};
 use crate::platform::seatbelt::{self, SeatbeltPolicy};
 use crate::protected::{Place, TABLE};
 
 #[derive(Debug)]
 pub enum LaunchError {
-    Script { dir: PathBuf, message: String },
+    Script {
+        dir: PathBuf,
+        message: String,
+    },
     Bwrap(BwrapError),
-    NotUtf8 { path: PathBuf },
-    Placeholder { path: PathBuf, message: String },
+    Placeholder {
+        path: PathBuf,
+        message: String,
+    },
+    /// A mount source could not be opened as it was planned (a link appeared on its path, it
+    /// vanished, or the open-file limit was hit).
+    MountSource(OpenError),
 }
 
 impl fmt::Display for LaunchError {
@@ -40,10 +53,18 @@ impl fmt::Display for LaunchError {
                 "cannot create {} as a read-only mount point for a protected name ({message}); create it yourself or fix the directory's permissions",
                 path.display()
             ),
-            LaunchError::NotUtf8 { path } => write!(
+            LaunchError::MountSource(OpenError::Io { path, source })
+                if source.raw_os_error() == Some(libc::EMFILE) =>
+            {
+                write!(
+                    f,
+                    "too many mounts for the open-file limit (at {}): raise `ulimit -n`, or list fewer, broader denyWrite/allowWrite entries",
+                    path.display()
+                )
+            }
+            LaunchError::MountSource(e) => write!(
                 f,
-                "path {} is not valid UTF-8 and cannot be passed to the shell",
-                path.display()
+                "a mount source changed while the sandbox was being set up: {e}. Run the command again."
             ),
         }
     }
@@ -58,92 +79,28 @@ impl From<BwrapError> for LaunchError {
 }
 
 /// A ready-to-run sandboxed command.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Launch {
     pub program: PathBuf,
+    /// What to spawn `program` with.
     pub args: Vec<OsString>,
-    /// The temp script holding the user's command, if any (removed by the shell command).
-    pub script: Option<PathBuf>,
-    /// bwrap's arguments, NUL-separated (`--args`): with it, the script reaches the sandbox on
-    /// fd `SCRIPT_FD` and the arguments on `ARGS_FD`; the shell command opens both and deletes
-    /// the files before the sandbox starts.
-    pub args_file: Option<PathBuf>,
-    /// Other temp files of this run (the macOS profile), removed after it.
+    /// All of bwrap's arguments, options included, for display.
+    pub shown: Vec<OsString>,
+    /// The files the child must get as fds 3, 4, ... in this order.
+    pub fds: Vec<OwnedFd>,
+    /// Temp files of this run (the macOS profile and script), removed after it.
     pub temp_files: Vec<PathBuf>,
-    /// Protected directories that did not exist, created empty as mount points (by `prepare`)
-    /// and kept:
+    /// Protected directories that did not exist, created empty as mount points and kept:
     /// removing one while another sandbox has it mounted would lift that sandbox's protection
     /// (the kernel detaches mounts in other namespaces on rmdir). An empty directory is
     /// invisible to git and builds.
     pub placeholders: Vec<PathBuf>,
 }
 
-/// Single-quotes `s` for bash.
-fn sh_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
-fn utf8(p: &std::ffi::OsStr) -> Result<&str, LaunchError> {
-    p.to_str().ok_or_else(|| LaunchError::NotUtf8 {
-        path: PathBuf::from(p),
-    })
-}
-
 impl Launch {
-    /// The command pi's bash runs in place of the user's: creates the placeholders, runs the
-    /// sandbox, keeps its exit code (a signal shows as 128+N, as in bash), removes temp files.
-    pub fn shell_command(&self) -> Result<String, LaunchError> {
-        let mut out = String::new();
-        let program = sh_quote(utf8(self.program.as_os_str())?);
-        if let (Some(script), Some(args)) = (&self.script, &self.args_file) {
-            // Nothing is left to clean up afterwards: open both files on their fds, delete
-            // them, and let bwrap replace the shell, so its exit status is the command's.
-            debug_assert!(self.temp_files.is_empty());
-            let s = sh_quote(utf8(script.as_os_str())?);
-            let a = sh_quote(utf8(args.as_os_str())?);
-            out.push_str(&format!(
-                "exec {SCRIPT_FD}< {s} {ARGS_FD}< {a} && rm -f -- {s} {a} && exec {program} --args {ARGS_FD}"
-            ));
-            // bwrap takes options from the file, the command from its own argv.
-            for a in self.command_part() {
-                out.push(' ');
-                out.push_str(&sh_quote(utf8(a)?));
-            }
-            return Ok(out);
-        }
-        let mut run = program;
-        for a in &self.args {
-            run.push(' ');
-            run.push_str(&sh_quote(utf8(a)?));
-        }
-        out.push_str(&format!("{run}; __pi_sandbox_rc=$?; "));
-        for f in self.script.iter().chain(&self.temp_files) {
-            out.push_str(&format!("rm -f -- {}; ", sh_quote(utf8(f.as_os_str())?)));
-        }
-        out.push_str("exit $__pi_sandbox_rc");
-        Ok(out)
-    }
-
-    /// bwrap's arguments when the options come from an args file on `fd`: `--args fd -- CMD`.
-    pub fn argv_with_args_fd(&self, fd: u32) -> Vec<OsString> {
-        let mut out: Vec<OsString> = vec!["--args".into(), fd.to_string().into()];
-        out.extend(self.command_part().cloned());
-        out
-    }
-
-    /// `-- CMD ARGS...`: the part of bwrap's arguments that is not in the args file.
-    fn command_part(&self) -> impl Iterator<Item = &OsString> {
-        self.args.iter().skip_while(|a| *a != "--")
-    }
-
-    /// Removes the temp files of a launch that will not run.
+    /// Removes the temp files (after the run, or for a launch that will not run).
     pub fn discard(&self) {
-        for f in self
-            .script
-            .iter()
-            .chain(&self.args_file)
-            .chain(&self.temp_files)
-        {
+        for f in &self.temp_files {
             let _ = std::fs::remove_file(f);
         }
     }
@@ -154,11 +111,15 @@ pub fn write_script(dir: &Path, command: &str) -> Result<PathBuf, LaunchError> {
     write_temp(dir, "pi-bash", ".sh", command.as_bytes())
 }
 
-fn write_temp(dir: &Path, prefix: &str, suffix: &str, text: &[u8]) -> Result<PathBuf, LaunchError> {
-    let err = |e: std::io::Error| LaunchError::Script {
+fn script_error(dir: &Path) -> impl Fn(std::io::Error) -> LaunchError + '_ {
+    move |e| LaunchError::Script {
         dir: dir.to_path_buf(),
         message: e.to_string(),
-    };
+    }
+}
+
+fn write_temp(dir: &Path, prefix: &str, suffix: &str, text: &[u8]) -> Result<PathBuf, LaunchError> {
+    let err = script_error(dir);
     let ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis())
@@ -169,11 +130,30 @@ fn write_temp(dir: &Path, prefix: &str, suffix: &str, text: &[u8]) -> Result<Pat
         .rand_bytes(8)
         .permissions(std::fs::Permissions::from_mode(0o700))
         .tempfile_in(dir)
-        .map_err(err)?;
-    file.write_all(text).map_err(err)?;
-    file.flush().map_err(err)?;
+        .map_err(&err)?;
+    file.write_all(text).map_err(&err)?;
+    file.flush().map_err(&err)?;
     let (_, path) = file.keep().map_err(|e| err(e.error))?;
     Ok(path)
+}
+
+/// `bytes` in a file without a name (gone when the last fd on it closes), read from the start.
+fn unnamed_file(dir: &Path, bytes: &[u8]) -> Result<OwnedFd, LaunchError> {
+    let err = script_error(dir);
+    let mut file: File = tempfile::tempfile_in(dir).map_err(&err)?;
+    file.write_all(bytes).map_err(&err)?;
+    file.rewind().map_err(&err)?;
+    Ok(file.into())
+}
+
+/// bwrap's arguments as NUL-terminated strings (`bwrap --args FD`).
+fn nul_separated(args: &[OsString]) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    for a in args {
+        bytes.extend_from_slice(a.as_encoded_bytes());
+        bytes.push(0);
+    }
+    bytes
 }
 
 /// What the guard keeps read-only in bash's writable trees, found now (the mount plan binds
@@ -191,24 +171,79 @@ pub fn plan_for(guard: &Guard, network: bool, script: Option<&Path>, scan: &Scan
     mounts::plan(guard, &facts, network, script)
 }
 
-/// bwrap's options (its arguments before `--`) as an args file; see `write_args_file`.
-fn write_options_file(dir: &Path, args: &[OsString]) -> Result<PathBuf, LaunchError> {
-    let options: Vec<OsString> = args.iter().take_while(|a| *a != "--").cloned().collect();
-    write_args_file(dir, &options)
-}
-
-/// bwrap's arguments as a file of NUL-terminated strings (`bwrap --args FD`): paths reach
-/// bwrap byte for byte, whatever their encoding, and no shell quoting is involved.
-fn write_args_file(dir: &Path, args: &[OsString]) -> Result<PathBuf, LaunchError> {
-    let mut bytes = Vec::new();
-    for a in args {
-        bytes.extend_from_slice(a.as_encoded_bytes());
-        bytes.push(0);
+/// Creates the plan's placeholders: empty directories that become read-only mount points for
+/// protected names that do not exist yet (kept afterwards; see `Launch::placeholders`).
+fn create_placeholders(placeholders: &[PathBuf]) -> Result<(), LaunchError> {
+    for p in placeholders {
+        match std::fs::create_dir(p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => {
+                return Err(LaunchError::Placeholder {
+                    path: p.clone(),
+                    message: e.to_string(),
+                })
+            }
+        }
     }
-    write_temp(dir, "pi-bwrap-args", "", &bytes)
+    Ok(())
 }
 
-/// A bwrap launch of the shell command `command` (`bash -l <script>`), script in `tmp_dir`.
+/// The bwrap launch of `command` under `plan`: placeholders created, then every fd bwrap's
+/// options name opened (mount sources without following links, the script and the options
+/// as unnamed files in `tmp_dir`).
+fn bwrap_launch(
+    bwrap_program: &Path,
+    plan: &MountPlan,
+    command: &[OsString],
+    script: Option<&str>,
+    tmp_dir: &Path,
+) -> Result<Launch, LaunchError> {
+    let built = bwrap::build(plan, command)?;
+    create_placeholders(&plan.placeholders)?;
+    let options: Vec<OsString> = built
+        .args
+        .iter()
+        .take_while(|a| *a != "--")
+        .cloned()
+        .collect();
+    let mut fds = vec![unnamed_file(tmp_dir, &nul_separated(&options))?];
+    for source in &built.fds {
+        fds.push(match source {
+            FdSource::Path(p) => open_mount_source(p)?,
+            FdSource::Script => unnamed_file(tmp_dir, script.unwrap_or_default().as_bytes())?,
+        });
+    }
+    let mut args: Vec<OsString> = vec!["--args".into(), ARGS_FD.to_string().into()];
+    args.extend(built.args.iter().skip(options.len()).cloned());
+    Ok(Launch {
+        program: bwrap_program.to_path_buf(),
+        args,
+        shown: built.args,
+        fds,
+        temp_files: vec![],
+        placeholders: plan.placeholders.clone(),
+    })
+}
+
+#[cfg(target_os = "linux")]
+fn open_mount_source(path: &Path) -> Result<OwnedFd, LaunchError> {
+    crate::open::mount_source(path).map_err(LaunchError::MountSource)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn open_mount_source(path: &Path) -> Result<OwnedFd, LaunchError> {
+    Err(LaunchError::MountSource(OpenError::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::from(std::io::ErrorKind::Unsupported),
+    }))
+}
+
+/// Where the command's script appears inside the sandbox: its private /tmp, fresh for each
+/// command, so a fixed name cannot collide.
+const SCRIPT_INSIDE: &str = "/tmp/pi-bash-command.sh";
+
+/// A bwrap launch of the shell command `command` (`bash -l <script>`).
 pub fn bwrap_bash(
     guard: &Guard,
     bwrap_program: &Path,
@@ -217,37 +252,13 @@ pub fn bwrap_bash(
     tmp_dir: &Path,
     scan: &Scan,
 ) -> Result<Launch, LaunchError> {
-    let script = write_script(tmp_dir, command)?;
-    // Inside, the script sits in the private /tmp whatever TMPDIR is outside: bwrap creates
-    // it there from the fd, so no mount point is needed in a host directory.
-    let inside = Path::new("/tmp").join(script.file_name().expect("a temp file has a name"));
-    let plan = plan_for(guard, network, Some(&inside), scan);
-    let argv = [
-        OsString::from("bash"),
-        "-l".into(),
-        inside.as_os_str().into(),
-    ];
-    let built = bwrap::build(&plan, &argv)
-        .map_err(LaunchError::from)
-        .and_then(|args| Ok((write_options_file(tmp_dir, &args)?, args)));
-    match built {
-        Ok((args_file, args)) => Ok(Launch {
-            program: bwrap_program.to_path_buf(),
-            args,
-            script: Some(script),
-            args_file: Some(args_file),
-            temp_files: vec![],
-            placeholders: plan.placeholders,
-        }),
-        Err(e) => {
-            let _ = std::fs::remove_file(&script);
-            Err(e)
-        }
-    }
+    let inside = Path::new(SCRIPT_INSIDE);
+    let plan = plan_for(guard, network, Some(inside), scan);
+    let argv = [OsString::from("bash"), "-l".into(), inside.into()];
+    bwrap_launch(bwrap_program, &plan, &argv, Some(command), tmp_dir)
 }
 
-/// A bwrap launch of `argv` as given (the CLI's `run -- CMD ARGS`): no shell, no script; the
-/// options go in an args file the caller passes on an fd (`Launch::argv_with_args_fd`).
+/// A bwrap launch of `argv` as given (the CLI's `run -- CMD ARGS`): no shell, no script.
 pub fn bwrap_argv(
     guard: &Guard,
     bwrap_program: &Path,
@@ -257,15 +268,7 @@ pub fn bwrap_argv(
     scan: &Scan,
 ) -> Result<Launch, LaunchError> {
     let plan = plan_for(guard, network, None, scan);
-    let args = bwrap::build(&plan, argv)?;
-    Ok(Launch {
-        program: bwrap_program.to_path_buf(),
-        args_file: Some(write_options_file(tmp_dir, &args)?),
-        args,
-        script: None,
-        temp_files: vec![],
-        placeholders: plan.placeholders,
-    })
+    bwrap_launch(bwrap_program, &plan, argv, None, tmp_dir)
 }
 
 /// pi's control surface as SBPL regexes, from `protected::TABLE`: name entries anywhere,
@@ -391,18 +394,19 @@ pub fn seatbelt_bash(
             return Err(e);
         }
     };
+    let args: Vec<OsString> = vec![
+        "-f".into(),
+        profile_file.as_os_str().into(),
+        "bash".into(),
+        "-l".into(),
+        script.as_os_str().into(),
+    ];
     Ok(Launch {
         program: program.to_path_buf(),
-        args: vec![
-            "-f".into(),
-            profile_file.as_os_str().into(),
-            "bash".into(),
-            "-l".into(),
-            script.as_os_str().into(),
-        ],
-        script: Some(script),
-        args_file: None,
-        temp_files: vec![profile_file],
+        shown: args.clone(),
+        args,
+        fds: vec![],
+        temp_files: vec![profile_file, script],
         placeholders: vec![],
     })
 }
@@ -412,39 +416,69 @@ mod tests {
     use super::*;
 
     #[test]
-    fn quoting_survives_every_byte_we_generate() {
-        assert_eq!(sh_quote("a b"), "'a b'");
-        assert_eq!(sh_quote("it's"), r"'it'\''s'");
-        let l = Launch {
-            program: "/usr/bin/bwrap".into(),
-            args: vec![
-                "--bind".into(),
-                "/w/it's here".into(),
-                "--".into(),
-                "bash".into(),
-            ],
-            script: Some("/var/t/pi-bash-1-2-x.sh".into()),
-            args_file: Some("/var/t/it's-args".into()),
-            temp_files: vec![],
-            placeholders: vec!["/w/.pi".into()],
-        };
-        // the arguments travel in the args file, not through the shell
+    fn options_are_nul_separated_bytes() {
+        use std::os::unix::ffi::OsStrExt;
+        let odd = OsString::from(std::ffi::OsStr::from_bytes(b"/w/\xff\xfe name"));
         assert_eq!(
-            l.shell_command().unwrap(),
-            r"exec 3< '/var/t/pi-bash-1-2-x.sh' 4< '/var/t/it'\''s-args' && rm -f -- '/var/t/pi-bash-1-2-x.sh' '/var/t/it'\''s-args' && exec '/usr/bin/bwrap' --args 4 '--' 'bash'"
+            nul_separated(&["--bind".into(), odd.clone(), odd]),
+            b"--bind\0/w/\xff\xfe name\0/w/\xff\xfe name\0"
         );
     }
 
     #[test]
-    fn args_file_carries_any_bytes_nul_separated() {
-        use std::os::unix::ffi::OsStrExt;
+    #[cfg(target_os = "linux")]
+    fn a_bwrap_launch_hands_every_named_fd_over_and_leaves_no_file() {
+        use std::io::Read as _;
         let t = tempfile::tempdir().unwrap();
-        let odd = OsString::from(std::ffi::OsStr::from_bytes(b"/w/\xff\xfe name"));
-        let f = write_args_file(t.path(), &["--bind".into(), odd.clone(), odd]).unwrap();
-        assert_eq!(
-            std::fs::read(&f).unwrap(),
-            b"--bind\0/w/\xff\xfe name\0/w/\xff\xfe name\0"
-        );
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        let env = crate::config::Env::under(&root);
+        std::fs::create_dir_all(env.cwd.join(".git/objects")).unwrap();
+        std::fs::create_dir_all(env.cwd.join(".git/refs")).unwrap();
+        let cfg = crate::config::merge(&env.auth_json(), &[]).unwrap();
+        let guard = Guard::new(&cfg, &env, crate::guard::ApprovalMode::Ask).unwrap();
+        let tmp = root.join("tmp");
+        std::fs::create_dir_all(&tmp).unwrap();
+        let l = bwrap_bash(
+            &guard,
+            Path::new("/usr/bin/bwrap"),
+            false,
+            "echo 'hi' \\ $HOME",
+            &tmp,
+            &scan(&guard),
+        )
+        .unwrap();
+        assert_eq!(l.args[..2], ["--args", "3"]);
+        assert_eq!(l.args[2..], ["--", "bash", "-l", SCRIPT_INSIDE]);
+        // nothing named on the host: the script and options live in unnamed files
+        assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+        // hooks did not exist: created as a placeholder, mounted read-only by fd
+        assert!(env.cwd.join(".git/hooks").is_dir());
+        let mut options = String::new();
+        File::from(l.fds[0].try_clone().unwrap())
+            .read_to_string(&mut options)
+            .unwrap();
+        let options: Vec<&str> = options.split('\0').collect();
+        let hooks = env.cwd.join(".git/hooks").display().to_string();
+        let at = options.iter().position(|o| *o == hooks).unwrap();
+        assert_eq!(options[at - 2], "--ro-bind-fd");
+        let fd: usize = options[at - 1].parse().unwrap();
+        let held = std::fs::read_link(format!("/proc/self/fd/{}", {
+            use std::os::fd::AsRawFd;
+            l.fds[fd - 3].as_raw_fd()
+        }))
+        .unwrap();
+        assert_eq!(held.display().to_string(), hooks);
+        // the script: the command byte for byte
+        let script_fd = options[options.iter().position(|o| *o == "--ro-bind-data").unwrap() + 1];
+        let mut script = String::new();
+        File::from(
+            l.fds[script_fd.parse::<usize>().unwrap() - 3]
+                .try_clone()
+                .unwrap(),
+        )
+        .read_to_string(&mut script)
+        .unwrap();
+        assert_eq!(script, "echo 'hi' \\ $HOME");
     }
 
     #[test]
@@ -491,20 +525,13 @@ mod tests {
         assert!(!profile.contains("(allow network*)"));
         assert_eq!(l.args[0], "-f");
         assert_eq!(
-            std::fs::read_to_string(l.script.as_ref().unwrap()).unwrap(),
+            std::fs::read_to_string(&l.temp_files[1]).unwrap(),
             "echo hi"
         );
-        let cmd = l.shell_command().unwrap();
-        assert!(cmd.contains(&format!("rm -f -- '{}'", profile_file.display())));
-        // the shell command cleans up both files
-        let status = std::process::Command::new("bash")
-            .arg("-c")
-            .arg(cmd.replace("'/usr/bin/sandbox-exec'", "true"))
-            .status()
-            .unwrap();
-        assert!(status.success());
+        // both files go when the run is over
+        l.discard();
         assert!(!profile_file.exists());
-        assert!(!l.script.as_ref().unwrap().exists());
+        assert!(!l.temp_files[1].exists());
     }
 
     #[test]

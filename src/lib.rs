@@ -21,6 +21,7 @@ use serde_json::Value;
 
 use crate::config::{Env, Mode};
 use crate::guard::{Decision, Op, Step};
+use crate::launch::Launch;
 use crate::policy::Network;
 use crate::session::{FileOpError, Options, Prepared, Session};
 
@@ -113,26 +114,124 @@ pub struct JsLoadError {
     pub file: Option<String>,
 }
 
-#[napi(object)]
-pub struct JsPrepared {
+/// A shell command or argv, prepared: the policy's verdict and, when sandboxed, what to spawn.
+/// Spawn `program` with `args` directly (no shell), giving the child `fds` as its fds 3, 4, ...
+/// in order (`stdio: ["ignore", "pipe", "pipe", ...fds]`); call `release()` once spawned and
+/// `finish()` when the run is over.
+#[napi]
+pub struct PreparedCommand {
+    verdict: &'static str,
+    reason: Option<String>,
+    launch: Option<Launch>,
+}
+
+fn utf8_args(args: &[std::ffi::OsString]) -> napi::Result<Vec<String>, String> {
+    args.iter()
+        .map(|a| {
+            a.to_str().map(str::to_owned).ok_or_else(|| {
+                js_error(
+                    "E_LAUNCH",
+                    format!("argument {a:?} is not valid UTF-8 and cannot be passed to spawn"),
+                )
+            })
+        })
+        .collect()
+}
+
+#[napi]
+impl PreparedCommand {
     /// "sandboxed" | "unsandboxed" | "denied"
-    pub verdict: String,
+    #[napi(getter)]
+    pub fn verdict(&self) -> String {
+        self.verdict.into()
+    }
+
     /// Why it is unsandboxed or denied, for the user and the model.
-    pub reason: Option<String>,
-    /// Sandboxed shell command: what to run in place of the user's (via `bash -c`).
-    pub command: Option<String>,
-    /// Sandboxed argv run: the program and its arguments (all of bwrap's, for display).
-    pub program: Option<String>,
-    pub args: Option<Vec<String>>,
-    /// bwrap's options, NUL-separated, byte for byte (any path encoding): open it on fd 3,
-    /// delete it, and run `program` with `runArgs` (`--args 3 -- CMD...`).
-    pub args_file: Option<String>,
-    pub run_args: Option<Vec<String>>,
-    /// The temp script holding the command (removed by `command` when it finishes).
-    pub script: Option<String>,
-    /// Empty directories to create before an argv run (mount points for protected paths that
-    /// do not exist yet; kept afterwards). `command` does this itself.
-    pub placeholders: Option<Vec<String>>,
+    #[napi(getter)]
+    pub fn reason(&self) -> Option<String> {
+        self.reason.clone()
+    }
+
+    /// The program to spawn (bwrap or sandbox-exec).
+    #[napi(getter)]
+    pub fn program(&self) -> Option<String> {
+        self.launch
+            .as_ref()
+            .map(|l| l.program.display().to_string())
+    }
+
+    /// Its arguments (bwrap's options come on fd 3).
+    #[napi(getter)]
+    pub fn args(&self) -> napi::Result<Option<Vec<String>>, String> {
+        self.launch.as_ref().map(|l| utf8_args(&l.args)).transpose()
+    }
+
+    /// All of the sandbox's arguments, options included, for display.
+    #[napi(getter)]
+    pub fn shown(&self) -> Option<Vec<String>> {
+        self.launch.as_ref().map(|l| {
+            l.shown
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect()
+        })
+    }
+
+    /// The open files the child gets as fds 3, 4, ...; empty once released.
+    #[napi(getter)]
+    pub fn fds(&self) -> Vec<i32> {
+        use std::os::fd::AsRawFd;
+        self.launch
+            .as_ref()
+            .map(|l| l.fds.iter().map(|f| f.as_raw_fd()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Empty directories created as mount points for protected names (kept afterwards).
+    #[napi(getter)]
+    pub fn placeholders(&self) -> Option<Vec<String>> {
+        self.launch.as_ref().map(|l| {
+            l.placeholders
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect()
+        })
+    }
+
+    /// Closes this process's copies of `fds` (the child has its own once spawned).
+    #[napi]
+    pub fn release(&mut self) {
+        if let Some(l) = &mut self.launch {
+            l.fds.clear();
+        }
+    }
+
+    /// After the run: releases the fds and removes the run's temp files.
+    #[napi]
+    pub fn finish(&mut self) {
+        if let Some(l) = self.launch.take() {
+            l.discard();
+        }
+    }
+}
+
+impl Drop for PreparedCommand {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+fn prepared(p: Prepared) -> PreparedCommand {
+    let (verdict, reason, launch) = match p {
+        Prepared::Unsandboxed(reason) => ("unsandboxed", Some(reason), None),
+        Prepared::Denied(reason) => ("denied", Some(reason), None),
+        Prepared::Sandboxed(launch) => ("sandboxed", None, Some(launch)),
+    };
+    PreparedCommand {
+        verdict,
+        reason,
+        launch,
+    }
 }
 
 fn parse_network(network: Option<String>) -> napi::Result<Network, String> {
@@ -145,58 +244,6 @@ fn parse_network(network: Option<String>) -> napi::Result<Network, String> {
             )
         }),
     }
-}
-
-fn js_prepared(p: Prepared) -> napi::Result<JsPrepared, String> {
-    let empty = |verdict: &str, reason: String| JsPrepared {
-        verdict: verdict.into(),
-        reason: Some(reason),
-        command: None,
-        program: None,
-        args: None,
-        script: None,
-        placeholders: None,
-        args_file: None,
-        run_args: None,
-    };
-    Ok(match p {
-        Prepared::Unsandboxed(reason) => empty("unsandboxed", reason),
-        Prepared::Denied(reason) => empty("denied", reason),
-        Prepared::Sandboxed(launch) => {
-            let command = launch
-                .shell_command()
-                .map_err(|e| js_error("E_LAUNCH", e.to_string()))?;
-            JsPrepared {
-                verdict: "sandboxed".into(),
-                reason: None,
-                command: Some(command),
-                program: Some(launch.program.display().to_string()),
-                args: Some(
-                    launch
-                        .args
-                        .iter()
-                        .map(|a| a.to_string_lossy().into_owned())
-                        .collect(),
-                ),
-                args_file: launch.args_file.as_ref().map(|s| s.display().to_string()),
-                run_args: Some(
-                    launch
-                        .argv_with_args_fd(3)
-                        .iter()
-                        .map(|a| a.to_string_lossy().into_owned())
-                        .collect(),
-                ),
-                script: launch.script.map(|s| s.display().to_string()),
-                placeholders: Some(
-                    launch
-                        .placeholders
-                        .iter()
-                        .map(|p| p.display().to_string())
-                        .collect(),
-                ),
-            }
-        }
-    })
 }
 
 /// A file operation's failure as a JS error: `E_BLOCKED` (the guard's reason), `E_CHANGED`
@@ -401,34 +448,33 @@ impl Sandbox {
         self.session.cycle_mode(&how).as_str().into()
     }
 
-    /// Prepares a shell command for pi's bash: the policy's verdict and, when sandboxed, the
-    /// command string to run instead (it runs the sandbox, keeps the exit code, cleans up).
-    /// `network`: "on" | "off" (default off).
+    /// Prepares a shell command for pi's bash: the policy's verdict and, when sandboxed, what
+    /// to spawn (see `PreparedCommand`). `network`: "on" | "off" (default off).
     #[napi]
     pub fn prepare_bash(
         &mut self,
         command: String,
         network: Option<String>,
-    ) -> napi::Result<JsPrepared, String> {
+    ) -> napi::Result<PreparedCommand, String> {
         let network = parse_network(network)?;
         self.session.refresh();
-        js_prepared(self.session.prepare_bash(&command, network))
+        Ok(prepared(self.session.prepare_bash(&command, network)))
     }
 
-    /// Prepares an argv (no shell) the same way: `program` + `args` when sandboxed.
+    /// Prepares an argv (no shell) the same way.
     #[napi]
     pub fn prepare_run(
         &mut self,
         argv: Vec<String>,
         network: Option<String>,
-    ) -> napi::Result<JsPrepared, String> {
+    ) -> napi::Result<PreparedCommand, String> {
         let network = parse_network(network)?;
         if argv.is_empty() {
             return Err(js_error("E_BAD_COMMAND", "no command given"));
         }
         self.session.refresh();
         let argv: Vec<std::ffi::OsString> = argv.into_iter().map(Into::into).collect();
-        js_prepared(self.session.prepare_argv(&argv, network))
+        Ok(prepared(self.session.prepare_argv(&argv, network)))
     }
 
     /// Call after a sandboxed command finished: control-surface paths it created (a `.pi`

@@ -225,6 +225,26 @@ pub fn link_count(judged: &Path) -> u64 {
     std::fs::symlink_metadata(judged).map_or(1, |m| m.nlink())
 }
 
+/// A handle on the canonical path `judged` for bwrap to mount (`--bind-fd`): `O_PATH`, no
+/// link followed anywhere on the way, and never a symlink itself.
+#[cfg(target_os = "linux")]
+pub fn mount_source(judged: &Path) -> Result<OwnedFd, OpenError> {
+    let fd = open_no_symlinks(judged, libc::O_PATH, 0).map_err(io_err(judged))?;
+    // The walk fallback opens a final symlink itself (O_PATH|O_NOFOLLOW): refuse it.
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: a valid fd and a stat buffer of the right size.
+    if unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) } != 0 {
+        return Err(io_err(judged)(io::Error::last_os_error()));
+    }
+    // SAFETY: fstat succeeded and filled the buffer.
+    if unsafe { st.assume_init() }.st_mode & libc::S_IFMT == libc::S_IFLNK {
+        return Err(OpenError::Changed {
+            path: judged.to_path_buf(),
+        });
+    }
+    Ok(fd)
+}
+
 /// Creates the canonical directory `judged` and its missing parents, refusing links on the way.
 pub fn mkdir_all(judged: &Path) -> Result<(), OpenError> {
     let mut done = PathBuf::from("/");
@@ -252,6 +272,40 @@ pub fn mkdir_all(judged: &Path) -> Result<(), OpenError> {
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn mount_sources_are_the_judged_inode_and_never_a_link() {
+        use std::os::unix::fs::MetadataExt;
+        let t = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        std::fs::create_dir_all(root.join("ws/hooks")).unwrap();
+        std::fs::create_dir_all(root.join("elsewhere")).unwrap();
+        let fd = mount_source(&root.join("ws/hooks")).unwrap();
+        let via_fd = std::fs::metadata(format!("/proc/self/fd/{}", fd.as_raw_fd())).unwrap();
+        assert_eq!(
+            via_fd.ino(),
+            std::fs::metadata(root.join("ws/hooks")).unwrap().ino()
+        );
+        // a link as the source, or on the way to it, is refused rather than followed
+        symlink(root.join("elsewhere"), root.join("ws/link")).unwrap();
+        assert!(matches!(
+            mount_source(&root.join("ws/link")),
+            Err(OpenError::Changed { .. })
+        ));
+        std::fs::rename(root.join("ws"), root.join("ws.old")).unwrap();
+        symlink(root.join("ws.old"), root.join("ws")).unwrap();
+        assert!(matches!(
+            mount_source(&root.join("ws/hooks")),
+            Err(OpenError::Changed { .. })
+        ));
+        // the fd taken before the swap still names the original directory
+        let via_fd = std::fs::metadata(format!("/proc/self/fd/{}", fd.as_raw_fd())).unwrap();
+        assert_eq!(
+            via_fd.ino(),
+            std::fs::metadata(root.join("ws.old/hooks")).unwrap().ino()
+        );
+    }
 
     #[test]
     fn opens_the_judged_file_and_refuses_a_link_swapped_in() {

@@ -68,25 +68,6 @@ fn built(launch: Result<Launch, LaunchError>) -> Prepared {
     }
 }
 
-/// Creates the launch's placeholders: empty directories that become read-only mount points
-/// for protected names that do not exist yet (kept afterwards; see `Launch::placeholders`).
-fn create_placeholders(launch: &Launch) -> Result<(), LaunchError> {
-    for p in &launch.placeholders {
-        match std::fs::create_dir(p) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => {
-                launch.discard();
-                return Err(LaunchError::Placeholder {
-                    path: p.clone(),
-                    message: e.to_string(),
-                });
-            }
-        }
-    }
-    Ok(())
-}
-
 fn blocked_reason(findings: &[Finding]) -> String {
     let mut out = String::from(
         "Blocked: an earlier sandboxed command left files on pi's control surface that the sandbox could not move aside, so no command runs until they are gone:",
@@ -448,10 +429,7 @@ impl Session {
                     ..
                 },
                 Capability::Bwrap { program },
-            ) => bwrap(guard, program, &scan).and_then(|l| {
-                create_placeholders(&l)?;
-                Ok(l)
-            }),
+            ) => bwrap(guard, program, &scan),
             (
                 BashDecision::Sandboxed {
                     adapter: Adapter::Seatbelt,

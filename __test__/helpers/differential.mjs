@@ -16,6 +16,7 @@ import { randomInt } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { makeWorld, repo } from "./pi-run.mjs";
+import { runPreparedSync } from "./launch.mjs";
 
 const { Sandbox } = await import(path.join(repo, "index.js"));
 
@@ -1150,7 +1151,7 @@ export function runOnce({ w, policy, queries, context }) {
     JSON.stringify({ payload: PAYLOAD, items: items.map((it) => ({ p: it.q.probe, read: it.plan.read, write: it.plan.write, confirm: it.confirm })) }),
   );
   const before = snapshot(w);
-  const r = spawnSync("bash", ["-c", prepared.command], { cwd: w.project, env: { ...process.env, TMPDIR: w.tmp }, encoding: "utf8", maxBuffer: 1 << 28 });
+  const r = runPreparedSync(prepared, { cwd: w.project, env: { ...process.env, TMPDIR: w.tmp }, maxBuffer: 1 << 28 });
   const audit = s.auditAfterCommand();
   const marker = r.stdout?.lastIndexOf("@@probe-results@@") ?? -1;
   if (marker < 0) {

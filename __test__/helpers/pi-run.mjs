@@ -92,6 +92,7 @@ function exitOf(child) {
 /**
  * pi in RPC mode (ctx.hasUI is true): sends the prompt, answers each dialog with
  * `answer(request)` (an extension_ui_response body without type/id), waits for agent_end.
+ * `onMessage(msg, send, pid)` sees every message; `send(obj)` writes a command to pi.
  */
 export async function runPiRpc({
   script,
@@ -101,11 +102,14 @@ export async function runPiRpc({
   cwd = world.project,
   message = "go",
   until = (msg) => msg.type === "agent_end",
+  onMessage = () => {},
 }) {
   const { model, childEnv } = await prepare(world, script, env);
   const child = spawn(piBin, ["--mode", "rpc", ...commonArgs()], { cwd, env: childEnv, stdio: ["pipe", "pipe", "pipe"] });
   const dialogs = [];
   const uiEvents = [];
+  const messages = [];
+  const send = (obj) => child.stdin.writable && child.stdin.write(`${JSON.stringify(obj)}\n`);
   let stderr = "";
   child.stderr.on("data", (d) => (stderr += d));
   let buffer = "";
@@ -121,6 +125,8 @@ export async function runPiRpc({
       } catch {
         continue;
       }
+      messages.push(msg);
+      onMessage(msg, send, child.pid);
       if (msg.type === "extension_ui_request") uiEvents.push(msg);
       if (msg.type === "extension_ui_request" && ["confirm", "select", "input", "editor"].includes(msg.method)) {
         dialogs.push(msg);
@@ -132,7 +138,7 @@ export async function runPiRpc({
   child.stdin.write(`${JSON.stringify({ id: "p1", type: "prompt", message })}\n`);
   const code = await exitOf(child);
   await model.close();
-  return { code, stderr, dialogs, uiEvents, results: model.results() };
+  return { code, stderr, dialogs, uiEvents, messages, results: model.results() };
 }
 
 async function prepare(world, script, env) {

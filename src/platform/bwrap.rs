@@ -4,6 +4,11 @@
 //! Order matters: later mounts cover earlier ones. Read-only root first, then the private
 //! /tmp, then the plan's mounts (each deeper path after its parents, so it wins), then the
 //! script (after /tmp, so that the tmpfs does not hide it).
+//!
+//! Every bind of a path the agent can reach is by fd (`--bind-fd`, `--ro-bind-fd`): the
+//! caller opens `BwrapArgs::sources` without following links, so a symlink planted or swapped
+//! in after the plan was made cannot redirect a mount; bwrap also checks that what it mounted
+//! is the fd's inode.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -11,21 +16,37 @@ use std::path::{Path, PathBuf};
 
 use crate::platform::mounts::{MountKind, MountPlan};
 
-/// The fd on which the outer shell passes the command's script to bwrap.
-pub const SCRIPT_FD: u32 = 3;
+/// The fd on which bwrap finds its options (`--args`); `BwrapArgs::fds` follow it.
+pub const ARGS_FD: u32 = 3;
 
-/// The fd on which the outer shell passes bwrap its arguments (`--args`).
-pub const ARGS_FD: u32 = 4;
+/// What bwrap reads from one of the fds its options name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FdSource {
+    /// The command's script (`--ro-bind-data`).
+    Script,
+    /// A mount source, to be opened without following any link.
+    Path(PathBuf),
+}
 
-/// Linux's ARG_MAX is usually 2 MiB for argv + envp together; stay well under it so that
-/// the environment still fits.
-pub const MAX_ARGV_BYTES: usize = 1024 * 1024;
+/// bwrap's options and what each fd they name must hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BwrapArgs {
+    /// Everything up to and including `--`, then the command.
+    pub args: Vec<OsString>,
+    /// `fds[i]` is expected on fd `ARGS_FD + 1 + i`.
+    pub fds: Vec<FdSource>,
+}
+
+impl BwrapArgs {
+    fn next_fd(&self) -> u32 {
+        ARGS_FD + 1 + self.fds.len() as u32
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BwrapError {
     NulByte { path: PathBuf },
     NotAbsolute { path: PathBuf },
-    TooLong { bytes: usize, mounts: usize },
 }
 
 impl fmt::Display for BwrapError {
@@ -40,10 +61,6 @@ impl fmt::Display for BwrapError {
                 f,
                 "path {} is not absolute; the sandbox only mounts absolute paths",
                 path.display()
-            ),
-            BwrapError::TooLong { bytes, mounts } => write!(
-                f,
-                "the sandbox would need {mounts} mounts ({bytes} bytes of arguments), over the {MAX_ARGV_BYTES}-byte limit; list fewer, broader denyRead/allowWrite entries"
             ),
         }
     }
@@ -66,8 +83,11 @@ fn check(path: &Path) -> Result<(), BwrapError> {
 }
 
 /// The bwrap arguments (without the `bwrap` program itself), ending in `-- <command...>`.
-pub fn build(plan: &MountPlan, command: &[OsString]) -> Result<Vec<OsString>, BwrapError> {
-    let mut args: Vec<OsString> = Vec::new();
+pub fn build(plan: &MountPlan, command: &[OsString]) -> Result<BwrapArgs, BwrapError> {
+    let mut out = BwrapArgs {
+        args: Vec::new(),
+        fds: Vec::new(),
+    };
     let flag = |a: &mut Vec<OsString>, f: &str| a.push(f.into());
     for f in [
         "--die-with-parent",
@@ -81,10 +101,10 @@ pub fn build(plan: &MountPlan, command: &[OsString]) -> Result<Vec<OsString>, Bw
         "--cap-drop",
         "ALL",
     ] {
-        flag(&mut args, f);
+        flag(&mut out.args, f);
     }
     if !plan.network {
-        flag(&mut args, "--unshare-net");
+        flag(&mut out.args, "--unshare-net");
     }
     let mount =
         |a: &mut Vec<OsString>, f: &str, src: &Path, dst: &Path| -> Result<(), BwrapError> {
@@ -95,51 +115,60 @@ pub fn build(plan: &MountPlan, command: &[OsString]) -> Result<Vec<OsString>, Bw
             a.push(dst.into());
             Ok(())
         };
-    mount(&mut args, "--ro-bind", Path::new("/"), Path::new("/"))?;
-    args.extend(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"].map(OsString::from));
+    // A bind of `path` onto itself, by fd.
+    let bind_fd = |o: &mut BwrapArgs, f: &str, path: &Path| -> Result<(), BwrapError> {
+        check(path)?;
+        let fd = o.next_fd();
+        o.fds.push(FdSource::Path(path.to_path_buf()));
+        o.args
+            .extend([f.into(), fd.to_string().into(), path.into()]);
+        Ok(())
+    };
+    // Fixed system paths, not writable by the agent: by name.
+    mount(&mut out.args, "--ro-bind", Path::new("/"), Path::new("/"))?;
+    out.args
+        .extend(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"].map(OsString::from));
     // The plan is ordered so that a deeper path comes after its parents: it wins.
     for m in &plan.mounts {
         match m.kind {
-            MountKind::Writable => mount(&mut args, "--bind", &m.path, &m.path)?,
-            MountKind::ReadOnly => mount(&mut args, "--ro-bind", &m.path, &m.path)?,
+            MountKind::Writable => bind_fd(&mut out, "--bind-fd", &m.path)?,
+            MountKind::ReadOnly => bind_fd(&mut out, "--ro-bind-fd", &m.path)?,
             MountKind::MaskDir => {
                 check(&m.path)?;
-                args.extend([
+                out.args.extend([
                     OsString::from("--tmpfs"),
                     m.path.as_os_str().into(),
                     "--remount-ro".into(),
                     m.path.as_os_str().into(),
                 ]);
             }
-            MountKind::MaskFile => mount(&mut args, "--ro-bind", Path::new("/dev/null"), &m.path)?,
+            MountKind::MaskFile => {
+                mount(&mut out.args, "--ro-bind", Path::new("/dev/null"), &m.path)?
+            }
         }
     }
     if let Some(script) = &plan.script {
-        // Copied from an fd the outer shell holds open, into the private /tmp: the host file
-        // is deleted before the sandbox starts, so nothing is left even if the run is killed.
+        // Copied from an fd (an unnamed file) into the private /tmp: nothing is left on the
+        // host, even if the run is killed.
         check(script)?;
-        args.extend([
+        let fd = out.next_fd();
+        out.fds.push(FdSource::Script);
+        out.args.extend([
             OsString::from("--ro-bind-data"),
-            SCRIPT_FD.to_string().into(),
+            fd.to_string().into(),
             script.into(),
         ]);
     }
     // The host's TMPDIR is read-only or invisible inside; mktemp and friends need one that
     // is writable: the private /tmp.
-    args.extend(["--setenv", "TMPDIR", "/tmp"].map(OsString::from));
+    out.args
+        .extend(["--setenv", "TMPDIR", "/tmp"].map(OsString::from));
     check(&plan.cwd)?;
-    args.push("--chdir".into());
-    args.push(plan.cwd.as_os_str().into());
-    args.push("--".into());
-    args.extend(command.iter().cloned());
-    let bytes: usize = args.iter().map(|a| a.len() + 1).sum();
-    if bytes > MAX_ARGV_BYTES {
-        return Err(BwrapError::TooLong {
-            bytes,
-            mounts: plan.mounts.len(),
-        });
-    }
-    Ok(args)
+    out.args.push("--chdir".into());
+    out.args.push(plan.cwd.as_os_str().into());
+    out.args.push("--".into());
+    out.args.extend(command.iter().cloned());
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -174,7 +203,7 @@ mod tests {
 
     #[test]
     fn golden_argv_in_the_tested_order() {
-        let args = build(
+        let built = build(
             &plan(),
             &["bash".into(), "-l".into(), "/tmp/pi-bash-1-2-abc.sh".into()],
         )
@@ -186,25 +215,37 @@ mod tests {
             --ro-bind / /
             --proc /proc --dev /dev --tmpfs /tmp
             --tmpfs /home/u/.ssh --remount-ro /home/u/.ssh
-            --bind /w/proj /w/proj
-            --ro-bind /w/proj/.pi /w/proj/.pi
-            --ro-bind /w/proj/.git/hooks /w/proj/.git/hooks
+            --bind-fd 4 /w/proj
+            --ro-bind-fd 5 /w/proj/.pi
+            --ro-bind-fd 6 /w/proj/.git/hooks
             --ro-bind /dev/null /home/u/.pi/agent/auth.json
-            --bind /home/u/.pi/agent/sessions /home/u/.pi/agent/sessions
-            --ro-bind-data 3 /tmp/pi-bash-1-2-abc.sh
+            --bind-fd 7 /home/u/.pi/agent/sessions
+            --ro-bind-data 8 /tmp/pi-bash-1-2-abc.sh
             --setenv TMPDIR /tmp
             --chdir /w/proj/src
             -- bash -l /tmp/pi-bash-1-2-abc.sh"
             .split_whitespace()
             .collect();
-        assert_eq!(strings(&args), expected);
+        assert_eq!(strings(&built.args), expected);
+        // what each fd the options name must hold, in fd order from 4
+        let p = |s: &str| FdSource::Path(s.into());
+        assert_eq!(
+            built.fds,
+            [
+                p("/w/proj"),
+                p("/w/proj/.pi"),
+                p("/w/proj/.git/hooks"),
+                p("/home/u/.pi/agent/sessions"),
+                FdSource::Script
+            ]
+        );
     }
 
     #[test]
     fn network_on_keeps_the_host_network() {
         let mut p = plan();
         p.network = true;
-        let args = strings(&build(&p, &["true".into()]).unwrap());
+        let args = strings(&build(&p, &["true".into()]).unwrap().args);
         assert!(!args.contains(&"--unshare-net".to_string()));
         assert!(args.contains(&"--unshare-pid".to_string()));
     }
@@ -227,19 +268,5 @@ mod tests {
             build(&p, &[]),
             Err(BwrapError::NotAbsolute { .. })
         ));
-    }
-
-    #[test]
-    fn too_many_rules_for_the_argv_limit_are_refused() {
-        let mut p = plan();
-        p.mounts = (0..40_000)
-            .map(|i| Mount {
-                path: PathBuf::from(format!("/home/u/secret/file-number-{i:08}")),
-                kind: MountKind::MaskFile,
-            })
-            .collect();
-        let e = build(&p, &[]).unwrap_err();
-        assert!(matches!(e, BwrapError::TooLong { .. }));
-        assert!(e.to_string().contains("fewer, broader"), "{e}");
     }
 }

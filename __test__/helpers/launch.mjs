@@ -1,0 +1,35 @@
+// Running a `PreparedCommand` the way the extension does: the sandbox program spawned
+// directly, with the launch's fds as the child's fds 3, 4, ...
+import { spawn, spawnSync } from "node:child_process";
+
+/** Runs a sandboxed `prepared` to completion; spawnSync's result. */
+export function runPreparedSync(prepared, { cwd, env, maxBuffer } = {}) {
+  try {
+    return spawnSync(prepared.program, prepared.args, {
+      cwd,
+      env,
+      maxBuffer,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe", ...prepared.fds],
+    });
+  } finally {
+    prepared.finish();
+  }
+}
+
+/** Starts a sandboxed `prepared`; resolves with { code, stdout, stderr, out } when it closes. */
+export function runPrepared(prepared, { cwd, env } = {}) {
+  const child = spawn(prepared.program, prepared.args, { cwd, env, stdio: ["ignore", "pipe", "pipe", ...prepared.fds] });
+  prepared.release();
+  let stdout = "";
+  let stderr = "";
+  let out = "";
+  child.stdout.on("data", (d) => ((stdout += d), (out += d)));
+  child.stderr.on("data", (d) => ((stderr += d), (out += d)));
+  return new Promise((resolve) =>
+    child.on("close", (code) => {
+      prepared.finish();
+      resolve({ code, stdout, stderr, out });
+    }),
+  );
+}

@@ -1,0 +1,182 @@
+/**
+ * Running a prepared sandbox launch the way pi runs a shell command: spawned directly (no
+ * outer `bash -c`), output streamed as it comes, the whole process group killed on timeout or
+ * abort, the exit code kept (128+N for a signal, as a shell reports it).
+ */
+import { spawn } from "node:child_process";
+import { access } from "node:fs/promises";
+import { constants as osConstants } from "node:os";
+import { delimiter, join } from "node:path";
+import type { PreparedCommand } from "../index.js";
+
+export interface ExecOptions {
+	onData: (data: Buffer) => void;
+	signal?: AbortSignal;
+	/** Seconds; none when undefined. */
+	timeout?: number;
+	env?: NodeJS.ProcessEnv;
+}
+
+/** After the child exits, output may still be arriving from its pipes: wait this long for quiet. */
+const EXIT_STDIO_GRACE_MS = 100;
+/** setTimeout's limit. */
+const MAX_TIMEOUT_MS = 2_147_483_647;
+
+/** The environment pi gives a shell when the caller passes none: its bin dir on PATH. */
+export function shellEnv(agentDir: string): NodeJS.ProcessEnv {
+	const key = Object.keys(process.env).find((k) => k.toLowerCase() === "path") ?? "PATH";
+	const current = process.env[key] ?? "";
+	const bin = join(agentDir, "bin");
+	const path = current.split(delimiter).includes(bin) ? current : [bin, current].filter(Boolean).join(delimiter);
+	return { ...process.env, [key]: path };
+}
+
+function timeoutMs(timeout: number | undefined): number | undefined {
+	if (timeout === undefined) return undefined;
+	if (!Number.isFinite(timeout) || timeout <= 0) throw new Error("Invalid timeout: must be a finite number of seconds");
+	const ms = timeout * 1000;
+	if (ms > MAX_TIMEOUT_MS) throw new Error(`Invalid timeout: maximum is ${MAX_TIMEOUT_MS / 1000} seconds`);
+	return ms;
+}
+
+/** SIGKILL to the child's process group (it leads one: spawned detached), else to the child. */
+function killTree(pid: number) {
+	try {
+		process.kill(-pid, "SIGKILL");
+	} catch {
+		try {
+			process.kill(pid, "SIGKILL");
+		} catch {
+			// already gone
+		}
+	}
+}
+
+/**
+ * Runs `prepared` (verdict "sandboxed") in `cwd`. Resolves with the exit code; rejects with
+ * "aborted", "timeout:N" or the spawn error, as pi's own exec does. Closes the launch's fds
+ * once the child has its copies; the caller calls `prepared.finish()` afterwards.
+ */
+export async function runPrepared(
+	prepared: PreparedCommand,
+	cwd: string,
+	{ onData, signal, timeout, env }: ExecOptions,
+	agentDir: string,
+): Promise<{ exitCode: number | null }> {
+	const ms = timeoutMs(timeout);
+	if (signal?.aborted) throw new Error("aborted");
+	try {
+		await access(cwd);
+	} catch {
+		throw new Error(`Working directory does not exist: ${cwd}\nCannot execute bash commands.`);
+	}
+	const program = prepared.program;
+	const args = prepared.args;
+	if (!program || !args) throw new Error("Blocked: the sandbox launch is incomplete (no program).");
+	const child = spawn(program, args, {
+		cwd,
+		detached: true,
+		env: env ?? shellEnv(agentDir),
+		stdio: ["ignore", "pipe", "pipe", ...prepared.fds],
+	});
+	// The child holds its own copies now (or never will: spawn failed).
+	prepared.release();
+	let timedOut = false;
+	let timer: NodeJS.Timeout | undefined;
+	const onAbort = () => {
+		if (child.pid) killTree(child.pid);
+	};
+	try {
+		if (ms !== undefined) {
+			timer = setTimeout(() => {
+				timedOut = true;
+				if (child.pid) killTree(child.pid);
+			}, ms);
+		}
+		child.stdout?.on("data", onData);
+		child.stderr?.on("data", onData);
+		if (signal) {
+			if (signal.aborted) onAbort();
+			else signal.addEventListener("abort", onAbort, { once: true });
+		}
+		const code = await waitForExit(child);
+		if (signal?.aborted) throw new Error("aborted");
+		if (timedOut) throw new Error(`timeout:${timeout}`);
+		const sig = child.signalCode;
+		return { exitCode: code ?? (sig ? 128 + (osConstants.signals[sig] ?? 0) : 1) };
+	} finally {
+		if (timer) clearTimeout(timer);
+		signal?.removeEventListener("abort", onAbort);
+	}
+}
+
+/**
+ * The child's exit code once it has exited and its output has ended, or gone quiet for
+ * `EXIT_STDIO_GRACE_MS` (a descendant may hold the pipes open; output still arriving is kept).
+ */
+function waitForExit(child: ReturnType<typeof spawn>): Promise<number | null> {
+	return new Promise((resolve, reject) => {
+		let settled = false;
+		let exited = false;
+		let exitCode: number | null = null;
+		let stdoutEnded = child.stdout === null;
+		let stderrEnded = child.stderr === null;
+		let idle: NodeJS.Timeout | undefined;
+		const cleanup = () => {
+			if (idle) clearTimeout(idle);
+			child.removeListener("error", onError);
+			child.removeListener("exit", onExit);
+			child.removeListener("close", onClose);
+			child.stdout?.removeListener("end", onStdoutEnd);
+			child.stderr?.removeListener("end", onStderrEnd);
+			child.stdout?.removeListener("data", onData);
+			child.stderr?.removeListener("data", onData);
+		};
+		const finish = (code: number | null) => {
+			if (settled) return;
+			settled = true;
+			cleanup();
+			child.stdout?.destroy();
+			child.stderr?.destroy();
+			resolve(code);
+		};
+		const armIdle = () => {
+			if (idle) clearTimeout(idle);
+			idle = setTimeout(() => finish(exitCode), EXIT_STDIO_GRACE_MS);
+		};
+		const maybeFinish = () => {
+			if (exited && !settled && stdoutEnded && stderrEnded) finish(exitCode);
+		};
+		const onStdoutEnd = () => {
+			stdoutEnded = true;
+			maybeFinish();
+		};
+		const onStderrEnd = () => {
+			stderrEnded = true;
+			maybeFinish();
+		};
+		const onData = () => {
+			if (exited && !settled) armIdle();
+		};
+		const onError = (err: Error) => {
+			if (settled) return;
+			settled = true;
+			cleanup();
+			reject(err);
+		};
+		const onExit = (code: number | null) => {
+			exited = true;
+			exitCode = code;
+			maybeFinish();
+			if (!settled) armIdle();
+		};
+		const onClose = (code: number | null) => finish(code);
+		child.stdout?.once("end", onStdoutEnd);
+		child.stderr?.once("end", onStderrEnd);
+		child.stdout?.on("data", onData);
+		child.stderr?.on("data", onData);
+		child.once("error", onError);
+		child.once("exit", onExit);
+		child.once("close", onClose);
+	});
+}
