@@ -32,8 +32,14 @@ export declare class PreparedCommand {
   get placeholders(): Array<string> | null
   /** Closes this process's copies of `fds` (the child has its own once spawned). */
   release(): void
-  /** After the run: releases the fds and removes the run's temp files. */
-  finish(): void
+  /**
+   * After the run: releases the fds, removes the run's temp files and audits what the
+   * command left on pi's control surface (moved aside). One sentence per finding; empty
+   * when all is well, or when this command was audited already.
+   */
+  finish(): Array<string>
+  /** `finish`, with the audit off Node's main thread. */
+  finishAsync(): Promise<Array<string>>
 }
 
 /**
@@ -42,6 +48,8 @@ export declare class PreparedCommand {
  */
 export declare class Sandbox {
   static load(options: LoadOptions): Sandbox
+  /** `load`, with the config files read and compiled off Node's main thread. */
+  static loadAsync(options: LoadOptions): Promise<Sandbox>
   /** Why the policy could not be loaded, or null. */
   get error(): JsLoadError | null
   /** Decides a read or write of `path` (relative paths resolve against the session cwd). */
@@ -74,16 +82,14 @@ export declare class Sandbox {
   /**
    * Prepares a shell command for pi's bash: the policy's verdict and, when sandboxed, what
    * to spawn (see `PreparedCommand`). `network`: "on" | "off" (default off).
+   * At most one sandboxed command of a session is outstanding: another is refused until
+   * the first one's `finish`.
    */
   prepareBash(command: string, network?: string | undefined | null): PreparedCommand
+  /** `prepareBash` off Node's main thread (the workspace scan, the mount plan). */
+  prepareBashAsync(command: string, network?: string | undefined | null): Promise<PreparedCommand>
   /** Prepares an argv (no shell) the same way. */
   prepareRun(argv: Array<string>, network?: string | undefined | null): PreparedCommand
-  /**
-   * Call after a sandboxed command finished: control-surface paths it created (a `.pi`
-   * directory, a new repository's live hooks or command-running git config) are moved
-   * aside; returns one sentence per finding (empty when all is well).
-   */
-  auditAfterCommand(): Array<string>
   /**
    * For a sandboxed command's output: one sentence for each path an error line reports as
    * read-only or busy that the sandbox keeps so, with the rule and how to change it.
@@ -164,6 +170,9 @@ export interface LoadOptions {
 
 /** Normalises a mode name or alias ("ro", "readwrite", ...) to its canonical name. */
 export declare function parseMode(mode: string): string
+
+/** `sandboxCapability`, probed off Node's main thread (the first probe starts bwrap). */
+export declare function probeCapability(): Promise<JsCapability>
 
 /** The OS sandbox bash runs in here (probed once per process). */
 export declare function sandboxCapability(): JsCapability

@@ -839,4 +839,5 @@ module.exports.PreparedCommand = nativeBinding.PreparedCommand
 module.exports.Sandbox = nativeBinding.Sandbox
 module.exports.guardedTools = nativeBinding.guardedTools
 module.exports.parseMode = nativeBinding.parseMode
+module.exports.probeCapability = nativeBinding.probeCapability
 module.exports.sandboxCapability = nativeBinding.sandboxCapability

@@ -205,3 +205,28 @@ test("CLI: check and explain exit 0/1 with the reason; config shows sources", (t
   assert.equal(r.status, 1);
   assert.match(r.stdout, /BROKEN \(E_CONFIG_PARSE\).*sandbox\.json:1:3/);
 });
+
+test("one command at a time: its audit belongs to its handle, and a second waits for the first", { skip: addon.sandboxCapability().kind !== "bwrap" && "needs bubblewrap" }, async (t) => {
+  const w = world();
+  t.after(w.cleanup);
+  const s = await Sandbox.loadAsync({ cwd: w.cwd, home: w.home, agentDir: w.agentDir, approvalMode: "ask" });
+  const first = await s.prepareBashAsync("mkdir -p src/.pi && echo x > src/.pi/e.ts", "off");
+  assert.equal(first.verdict, "sandboxed", first.reason);
+  // prepared again before the first was audited: refused, the first's baseline is kept
+  const second = s.prepareBash("true", "off");
+  assert.equal(second.verdict, "denied");
+  assert.match(second.reason, /has not been audited yet/);
+  const r = spawnSync(first.program, first.args, { cwd: w.cwd, stdio: ["ignore", "pipe", "pipe", ...first.fds] });
+  assert.equal(r.status, 0, String(r.stderr));
+  const findings = await first.finishAsync();
+  assert.equal(findings.length, 1, JSON.stringify(findings));
+  assert.match(findings[0], /src\/\.pi was created or changed by the command and moved to/);
+  // finished once: a second finish audits nothing, and the next command may run
+  assert.deepEqual(first.finish(), []);
+  const third = s.prepareBash("true", "off");
+  assert.equal(third.verdict, "sandboxed", third.reason);
+  assert.deepEqual(third.finish(), []);
+  // bad input to the async API is an error with a code, as for the sync one
+  assert.throws(() => s.prepareBashAsync("true", "sideways"), /unknown network mode "sideways"/);
+  assert.throws(() => Sandbox.loadAsync({ cwd: "relative" }), /cwd must be absolute/);
+});

@@ -83,7 +83,8 @@ function runPrepared(prepared, argv) {
   // The sandbox's options, mount sources and script arrive on fds 3, 4, ...
   const stdio = ["inherit", "inherit", "inherit", ...prepared.fds];
   const r = spawnSync(program, args, { stdio });
-  prepared.finish();
+  // The audit: what the command left on pi's control surface, moved aside.
+  for (const finding of prepared.finish()) process.stderr.write(`pi-sandbox: ${finding}\n`);
   if (r.error) {
     process.stderr.write(`pi-sandbox: cannot start ${program}: ${r.error.message}\n`);
     return 127;
@@ -131,11 +132,7 @@ function main() {
       } catch (e) {
         fail(e.message);
       }
-      const code = runPrepared(prepared, args);
-      if (prepared.verdict === "sandboxed") {
-        for (const finding of sandbox.auditAfterCommand()) process.stderr.write(`pi-sandbox: ${finding}\n`);
-      }
-      process.exit(code);
+      process.exit(runPrepared(prepared, args));
     }
     case "config": {
       if (args.length) fail("usage: pi-sandbox config");

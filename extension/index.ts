@@ -30,8 +30,6 @@ import { runPrepared } from "./exec.ts";
 import { addonLoadFailure, askApproval, showStatus, sandboxReport } from "./ui.ts";
 import type { FileBackend, SandboxAddon, SandboxHandle } from "./ui.ts";
 
-const GUARDED = new Set(["read", "write", "edit", "grep", "find", "ls"]);
-
 function loadAddon(): { addon?: SandboxAddon; error?: string } {
 	try {
 		const require = createRequire(import.meta.url);
@@ -49,7 +47,7 @@ function loadAddon(): { addon?: SandboxAddon; error?: string } {
  * (`backend`): each operation is judged again and opens exactly the file judged, refusing a
  * symlink swapped in since (by a bash command running at the same moment).
  */
-function registerGuardedFileTools(pi: ExtensionAPI, cwd: string, backend: () => FileBackend | undefined) {
+function registerGuardedFileTools(pi: ExtensionAPI, cwd: string, backend: () => Promise<FileBackend | undefined>): string[] {
 	let autoResizeImages = true;
 	try {
 		autoResizeImages = SettingsManager.create(cwd, getAgentDir()).getImageAutoResize();
@@ -58,7 +56,7 @@ function registerGuardedFileTools(pi: ExtensionAPI, cwd: string, backend: () => 
 	}
 	/** The Rust backend, or pi's own fs when protection is off. */
 	const via = async <T>(guarded: (b: FileBackend) => T | Promise<T>, plain: () => Promise<T>): Promise<T> => {
-		const b = backend();
+		const b = await backend();
 		return b ? guarded(b) : plain();
 	};
 	const readOperations: ReadOperations = {
@@ -86,6 +84,7 @@ function registerGuardedFileTools(pi: ExtensionAPI, cwd: string, backend: () => 
 	for (const definition of definitions) {
 		pi.registerTool({ ...definition, executionMode: "sequential" });
 	}
+	return definitions.map((d) => d.name);
 }
 
 /** The image types pi's read tool shows as images, by their first bytes. */
@@ -100,15 +99,38 @@ function imageMimeType(bytes: Buffer): string | null {
 export default function sandboxExtension(pi: ExtensionAPI) {
 	const { addon, error: addonError } = loadAddon();
 	const startCwd = process.cwd();
-	let sandbox: SandboxHandle | undefined;
-	let sandboxCwd: string | undefined;
-	registerGuardedFileTools(pi, startCwd, () => {
+	/** The session's sandbox for `cwd`, loaded off the main thread on first use. */
+	let loaded: { cwd: string; sandbox: Promise<SandboxHandle> } | undefined;
+	const sandboxFor = (cwd: string, ctx?: ExtensionContext): Promise<SandboxHandle> => {
+		if (!addon) return Promise.reject(new Error(addonLoadFailure(addonError)));
+		if (!loaded || loaded.cwd !== cwd) {
+			loaded = { cwd, sandbox: addon.Sandbox.loadAsync({ cwd }).then((s) => withFlagMode(s, ctx)) };
+		}
+		return loaded.sandbox;
+	};
+	/** Applies --sandbox-mode to a freshly loaded sandbox. */
+	const withFlagMode = (s: SandboxHandle, ctx?: ExtensionContext): SandboxHandle => {
+		const flagMode = pi.getFlag("sandbox-mode");
+		if (typeof flagMode === "string" && flagMode !== "") {
+			// A bad --sandbox-mode value must not fall back to something weaker: read-only.
+			try {
+				s.setMode(flagMode, "--sandbox-mode flag");
+			} catch (e) {
+				s.setMode("read-only", "--sandbox-mode flag (invalid value, read-only used)");
+				ctx?.ui.notify(`${(e as Error).message}. Using read-only.`, "error");
+			}
+		}
+		return s;
+	};
+	/** The sandbox loaded last, if any (for notes after a command). */
+	let current: SandboxHandle | undefined;
+	const fileTools = registerGuardedFileTools(pi, startCwd, async () => {
 		if (disabledByFlag()) return undefined;
-		if (!addon) throw new Error(addonLoadFailure(addonError));
-		sandbox ??= addon.Sandbox.load({ cwd: startCwd });
-		sandboxCwd ??= startCwd;
-		return sandbox;
+		return loaded ? loaded.sandbox : sandboxFor(startCwd);
 	});
+	// The tools the path guard covers, as the core lists them; without the core, the file
+	// tools registered here are blocked.
+	const guarded = new Set(addon ? addon.guardedTools() : fileTools);
 
 	pi.registerFlag("no-sandbox", {
 		description: "Turn the pi-sandbox-rs path guard off for this session",
@@ -132,24 +154,11 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		return v === true;
 	};
 
-	/** The session's sandbox, loaded on first use for ctx.cwd. */
-	function session(ctx: ExtensionContext): SandboxHandle | undefined {
+	/** The session's sandbox for ctx.cwd. */
+	async function session(ctx: ExtensionContext): Promise<SandboxHandle | undefined> {
 		if (!addon) return undefined;
-		if (!sandbox || sandboxCwd !== ctx.cwd) {
-			sandbox = addon.Sandbox.load({ cwd: ctx.cwd });
-			sandboxCwd = ctx.cwd;
-			const flagMode = pi.getFlag("sandbox-mode");
-			if (typeof flagMode === "string" && flagMode !== "") {
-				// A bad --sandbox-mode value must not fall back to something weaker: read-only.
-				try {
-					sandbox.setMode(flagMode, "--sandbox-mode flag");
-				} catch (e) {
-					sandbox.setMode("read-only", "--sandbox-mode flag (invalid value, read-only used)");
-					ctx.ui.notify(`${(e as Error).message}. Using read-only.`, "error");
-				}
-			}
-		}
-		return sandbox;
+		current = await sandboxFor(ctx.cwd, ctx);
+		return current;
 	}
 
 	const network = () => {
@@ -161,15 +170,14 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 	 * How a shell command runs: prepared for the sandbox, as is ("unsandboxed": protection
 	 * turned off by the user), or an Error whose message says why it may not run.
 	 */
-	function prepareCommand(command: string): PreparedCommand | "unsandboxed" | Error {
+	async function prepareCommand(command: string): Promise<PreparedCommand | "unsandboxed" | Error> {
 		if (disabledByFlag()) return "unsandboxed";
 		if (!addon) return new Error(addonLoadFailure(addonError));
-		const s = sandbox ?? addon.Sandbox.load({ cwd: startCwd });
-		sandbox ??= s;
-		sandboxCwd ??= startCwd;
 		let prepared: PreparedCommand;
 		try {
-			prepared = s.prepareBash(command, network());
+			const s = await (loaded ? loaded.sandbox : sandboxFor(startCwd));
+			current ??= s;
+			prepared = await s.prepareBashAsync(command, network());
 		} catch (e) {
 			return e as Error;
 		}
@@ -191,17 +199,10 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		return next;
 	}
 
-	/** What the command just run created on pi's control surface, moved aside; "" if none. */
-	function auditNote(): string {
-		if (disabledByFlag() || !sandbox) return "";
-		const findings = sandbox.auditAfterCommand();
-		return findings.map((f) => `\n[pi-sandbox] ${f}`).join("");
-	}
-
 	/** Why the paths the command's errors name are read-only; "" if none is the sandbox's doing. */
 	function explainNote(output: string): string {
-		if (disabledByFlag() || !sandbox || !/Read-only file system|Device or resource busy/.test(output)) return "";
-		return sandbox
+		if (disabledByFlag() || !current || !/Read-only file system|Device or resource busy/.test(output)) return "";
+		return current
 			.explainWriteFailures(output)
 			.map((n) => `\n[pi-sandbox] ${n}`)
 			.join("");
@@ -218,7 +219,7 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 	const sandboxed = (refusal: "throw" | "print"): BashOperations => ({
 		exec: (command, cwd, options) =>
 			serialized(async () => {
-				const prepared = prepareCommand(command);
+				const prepared = await prepareCommand(command);
 				if (prepared === "unsandboxed") return local.exec(command, cwd, options);
 				if (prepared instanceof Error) {
 					if (refusal === "throw") throw prepared;
@@ -234,8 +235,9 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 				try {
 					return await runPrepared(prepared, cwd, { ...options, onData }, getAgentDir());
 				} finally {
-					prepared.finish();
-					const note = explainNote(tail) + auditNote();
+					// The audit: what the command left on pi's control surface, moved aside.
+					const findings = await prepared.finishAsync();
+					const note = explainNote(tail) + findings.map((f) => `\n[pi-sandbox] ${f}`).join("");
 					if (note) options.onData(Buffer.from(`${note}\n`));
 				}
 			}),
@@ -262,17 +264,17 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 			ctx.ui.setStatus("sandbox", "sandbox: BROKEN");
 			return;
 		}
-		const s = session(ctx);
+		const s = await session(ctx);
 		if (s?.error) ctx.ui.notify(`pi-sandbox-rs: ${s.error.message}`, "error");
-		const bash = addon.sandboxCapability();
+		const bash = await addon.probeCapability();
 		if (bash.kind === "none") ctx.ui.notify(`pi-sandbox-rs: bash is blocked. ${bash.reason}`, "warning");
 		status(ctx, s);
 	});
 
 	pi.on("tool_call", async (event, ctx) => {
-		if (!GUARDED.has(event.toolName) || disabledByFlag()) return undefined;
+		if (!guarded.has(event.toolName) || disabledByFlag()) return undefined;
 		if (!addon) return { block: true, reason: addonLoadFailure(addonError) };
-		const s = session(ctx);
+		const s = await session(ctx);
 		if (!s) return { block: true, reason: addonLoadFailure(addonError) };
 		const answer = s.checkTool(event.toolName, event.input);
 		if (!answer) return undefined;
@@ -293,14 +295,14 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 	pi.registerCommand("sandbox", {
 		description: "Show the effective sandbox configuration and where each rule comes from",
 		handler: async (_args, ctx) => {
-			ctx.ui.notify(sandboxReport(disabledByFlag(), addonError, session(ctx)), "info");
+			ctx.ui.notify(sandboxReport(disabledByFlag(), addonError, await session(ctx)), "info");
 		},
 	});
 
 	pi.registerCommand("sandbox-mode", {
 		description: "Show or set the sandbox mode: read-only (ro), read-write (rw), yolo",
 		handler: async (args, ctx) => {
-			const s = session(ctx);
+			const s = await session(ctx);
 			if (!s) {
 				ctx.ui.notify(addonLoadFailure(addonError), "error");
 				return;
@@ -322,7 +324,7 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 	pi.registerShortcut("ctrl+x", {
 		description: "Cycle sandbox mode: read-only → read-write → yolo",
 		handler: async (ctx) => {
-			const s = session(ctx);
+			const s = await session(ctx);
 			if (!s) return;
 			const mode = s.cycleMode("Ctrl+X");
 			ctx.ui.notify(`Sandbox mode: ${mode}`, mode === "yolo" ? "warning" : "info");

@@ -2,6 +2,7 @@
 //! stable `code`.
 
 pub mod audit;
+pub mod commands;
 pub mod config;
 pub mod guard;
 pub mod launch;
@@ -14,11 +15,14 @@ pub mod session;
 pub mod tools;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use napi::bindgen_prelude::{AsyncTask, Task};
 use napi::Error;
 use napi_derive::napi;
 use serde_json::Value;
 
+use crate::commands::{Commands, Ticket};
 use crate::config::{Env, Mode};
 use crate::guard::{Decision, Op, Step};
 use crate::launch::Launch;
@@ -123,6 +127,8 @@ pub struct PreparedCommand {
     verdict: &'static str,
     reason: Option<String>,
     launch: Option<Launch>,
+    /// The session and the ticket of this command's audit (sandboxed commands only).
+    audit: Option<(Arc<Commands>, Ticket)>,
 }
 
 fn utf8_args(args: &[std::ffi::OsString]) -> napi::Result<Vec<String>, String> {
@@ -141,19 +147,19 @@ fn utf8_args(args: &[std::ffi::OsString]) -> napi::Result<Vec<String>, String> {
 #[napi]
 impl PreparedCommand {
     /// "sandboxed" | "unsandboxed" | "denied"
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn verdict(&self) -> String {
         self.verdict.into()
     }
 
     /// Why it is unsandboxed or denied, for the user and the model.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn reason(&self) -> Option<String> {
         self.reason.clone()
     }
 
     /// The program to spawn (bwrap or sandbox-exec).
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn program(&self) -> Option<String> {
         self.launch
             .as_ref()
@@ -161,13 +167,13 @@ impl PreparedCommand {
     }
 
     /// Its arguments (bwrap's options come on fd 3).
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn args(&self) -> napi::Result<Option<Vec<String>>, String> {
         self.launch.as_ref().map(|l| utf8_args(&l.args)).transpose()
     }
 
     /// All of the sandbox's arguments, options included, for display.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn shown(&self) -> Option<Vec<String>> {
         self.launch.as_ref().map(|l| {
             l.shown
@@ -178,7 +184,7 @@ impl PreparedCommand {
     }
 
     /// The open files the child gets as fds 3, 4, ...; empty once released.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn fds(&self) -> Vec<i32> {
         use std::os::fd::AsRawFd;
         self.launch
@@ -188,7 +194,7 @@ impl PreparedCommand {
     }
 
     /// Empty directories created as mount points for protected names (kept afterwards).
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn placeholders(&self) -> Option<Vec<String>> {
         self.launch.as_ref().map(|l| {
             l.placeholders
@@ -199,16 +205,37 @@ impl PreparedCommand {
     }
 
     /// Closes this process's copies of `fds` (the child has its own once spawned).
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn release(&mut self) {
         if let Some(l) = &mut self.launch {
             l.fds.clear();
         }
     }
 
-    /// After the run: releases the fds and removes the run's temp files.
-    #[napi]
-    pub fn finish(&mut self) {
+    /// After the run: releases the fds, removes the run's temp files and audits what the
+    /// command left on pi's control surface (moved aside). One sentence per finding; empty
+    /// when all is well, or when this command was audited already.
+    #[napi(catch_unwind)]
+    pub fn finish(&mut self) -> Vec<String> {
+        self.discard();
+        match self.audit.take() {
+            Some((commands, ticket)) => strings(commands.finish(ticket)),
+            None => vec![],
+        }
+    }
+
+    /// `finish`, with the audit off Node's main thread.
+    #[napi(ts_return_type = "Promise<Array<string>>")]
+    pub fn finish_async(&mut self) -> AsyncTask<AuditTask> {
+        self.discard();
+        AsyncTask::new(AuditTask {
+            audit: self.audit.take(),
+        })
+    }
+}
+
+impl PreparedCommand {
+    fn discard(&mut self) {
         if let Some(l) = self.launch.take() {
             l.discard();
         }
@@ -217,11 +244,50 @@ impl PreparedCommand {
 
 impl Drop for PreparedCommand {
     fn drop(&mut self) {
-        self.finish();
+        self.discard();
+        // Never finished: the session audits before its next command.
+        if let Some((commands, ticket)) = self.audit.take() {
+            commands.abandon(ticket);
+        }
     }
 }
 
-fn prepared(p: Prepared) -> PreparedCommand {
+fn strings(findings: Vec<crate::audit::Finding>) -> Vec<String> {
+    findings.iter().map(|f| f.to_string()).collect()
+}
+
+pub struct AuditTask {
+    audit: Option<(Arc<Commands>, Ticket)>,
+}
+
+impl Task for AuditTask {
+    type Output = Vec<String>;
+    type JsValue = Vec<String>;
+
+    fn compute(&mut self) -> napi::Result<Vec<String>> {
+        let audit = self.audit.take();
+        guarded(move || match audit {
+            Some((commands, ticket)) => strings(commands.finish(ticket)),
+            None => vec![],
+        })
+    }
+
+    fn resolve(&mut self, _env: napi::Env, output: Vec<String>) -> napi::Result<Vec<String>> {
+        Ok(output)
+    }
+}
+
+/// Runs `f` on a worker thread's behalf: a panic becomes a JS error instead of aborting pi.
+fn guarded<T>(f: impl FnOnce() -> T) -> napi::Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|_| {
+        Error::new(
+            napi::Status::GenericFailure,
+            "E_INTERNAL: pi-sandbox-rs hit an internal error (a bug; please report it). The operation did not happen.",
+        )
+    })
+}
+
+fn prepared(commands: &Arc<Commands>, (p, ticket): (Prepared, Option<Ticket>)) -> PreparedCommand {
     let (verdict, reason, launch) = match p {
         Prepared::Unsandboxed(reason) => ("unsandboxed", Some(reason), None),
         Prepared::Denied(reason) => ("denied", Some(reason), None),
@@ -231,6 +297,66 @@ fn prepared(p: Prepared) -> PreparedCommand {
         verdict,
         reason,
         launch,
+        audit: ticket.map(|t| (commands.clone(), t)),
+    }
+}
+
+/// What to prepare, for `PrepareTask`.
+enum Preparation {
+    Bash(String),
+    Argv(Vec<std::ffi::OsString>),
+}
+
+fn prepare_on(
+    commands: &Commands,
+    what: &Preparation,
+    network: Network,
+) -> (Prepared, Option<Ticket>) {
+    commands.prepare(|session| {
+        session.refresh();
+        match what {
+            Preparation::Bash(command) => session.prepare_bash(command, network),
+            Preparation::Argv(argv) => session.prepare_argv(argv, network),
+        }
+    })
+}
+
+pub struct PrepareTask {
+    commands: Arc<Commands>,
+    what: Preparation,
+    network: Network,
+}
+
+impl Task for PrepareTask {
+    type Output = (Prepared, Option<Ticket>);
+    type JsValue = PreparedCommand;
+
+    fn compute(&mut self) -> napi::Result<Self::Output> {
+        guarded(|| prepare_on(&self.commands, &self.what, self.network))
+    }
+
+    fn resolve(&mut self, _env: napi::Env, output: Self::Output) -> napi::Result<PreparedCommand> {
+        Ok(prepared(&self.commands, output))
+    }
+}
+
+pub struct LoadTask {
+    options: Option<Options>,
+}
+
+impl Task for LoadTask {
+    type Output = Session;
+    type JsValue = Sandbox;
+
+    fn compute(&mut self) -> napi::Result<Session> {
+        let options = self.options.take().expect("computed once");
+        guarded(|| Session::load(options))
+    }
+
+    fn resolve(&mut self, _env: napi::Env, session: Session) -> napi::Result<Sandbox> {
+        Ok(Sandbox {
+            commands: Arc::new(Commands::new(session)),
+        })
     }
 }
 
@@ -289,45 +415,58 @@ fn absolute(path: &str, cwd: &Path, home: &Path) -> napi::Result<PathBuf, String
 /// state (see `error`) so that every check fails closed with the reason.
 #[napi]
 pub struct Sandbox {
-    session: Session,
+    commands: Arc<Commands>,
+}
+
+/// The session options `load` and `loadAsync` take, checked.
+fn session_options(options: LoadOptions) -> napi::Result<Options, String> {
+    if options.cwd.is_empty() {
+        return Err(js_error("E_BAD_PATH", "cwd must not be empty"));
+    }
+    let cwd = PathBuf::from(&options.cwd);
+    if !cwd.is_absolute() {
+        return Err(js_error(
+            "E_BAD_PATH",
+            format!("cwd must be absolute, got {:?}", options.cwd),
+        ));
+    }
+    let mut env = Env::from_process(&cwd);
+    if let Some(h) = options.home {
+        env.home = PathBuf::from(h);
+    }
+    if let Some(a) = options.agent_dir {
+        env.agent_dir = absolute(&a, &cwd, &env.home)?;
+    }
+    if let Some(s) = options.session_dir {
+        env.session_dir = Some(absolute(&s, &cwd, &env.home)?);
+    }
+    let approval_mode = options
+        .approval_mode
+        .or_else(|| std::env::var("PI_SANDBOX_APPROVAL_MODE").ok());
+    Ok(Options { env, approval_mode })
 }
 
 #[napi]
 impl Sandbox {
-    #[napi(factory)]
+    #[napi(factory, catch_unwind)]
     pub fn load(options: LoadOptions) -> napi::Result<Sandbox, String> {
-        if options.cwd.is_empty() {
-            return Err(js_error("E_BAD_PATH", "cwd must not be empty"));
-        }
-        let cwd = PathBuf::from(&options.cwd);
-        if !cwd.is_absolute() {
-            return Err(js_error(
-                "E_BAD_PATH",
-                format!("cwd must be absolute, got {:?}", options.cwd),
-            ));
-        }
-        let mut env = Env::from_process(&cwd);
-        if let Some(h) = options.home {
-            env.home = PathBuf::from(h);
-        }
-        if let Some(a) = options.agent_dir {
-            env.agent_dir = absolute(&a, &cwd, &env.home)?;
-        }
-        if let Some(s) = options.session_dir {
-            env.session_dir = Some(absolute(&s, &cwd, &env.home)?);
-        }
-        let approval_mode = options
-            .approval_mode
-            .or_else(|| std::env::var("PI_SANDBOX_APPROVAL_MODE").ok());
         Ok(Sandbox {
-            session: Session::load(Options { env, approval_mode }),
+            commands: Arc::new(Commands::new(Session::load(session_options(options)?))),
         })
     }
 
+    /// `load`, with the config files read and compiled off Node's main thread.
+    #[napi(ts_return_type = "Promise<Sandbox>")]
+    pub fn load_async(options: LoadOptions) -> napi::Result<AsyncTask<LoadTask>, String> {
+        Ok(AsyncTask::new(LoadTask {
+            options: Some(session_options(options)?),
+        }))
+    }
+
     /// Why the policy could not be loaded, or null.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn error(&self) -> Option<JsLoadError> {
-        self.session.error().map(|e| JsLoadError {
+        self.commands.session().error().map(|e| JsLoadError {
             code: e.code.into(),
             message: e.message.clone(),
             file: e.file.as_ref().map(|f| f.display().to_string()),
@@ -336,26 +475,25 @@ impl Sandbox {
 
     /// A path as pi's tools hand it over (absolute already; relative ones against the cwd).
     fn tool_path(&self, path: &str) -> napi::Result<PathBuf, String> {
-        let env = self.session.env();
+        let session = self.commands.session();
+        let env = session.env();
         absolute(path, &env.cwd, &env.home)
     }
 
     /// Decides a read or write of `path` (relative paths resolve against the session cwd).
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn check(&self, op: String, path: String) -> napi::Result<JsDecision, String> {
         let op = parse_op(&op)?;
-        let env = self.session.env();
-        let p = absolute(&path, &env.cwd, &env.home)?;
-        Ok(self.session.check(op, &p).into())
+        let p = self.tool_path(&path)?;
+        Ok(self.commands.session().check(op, &p).into())
     }
 
     /// Like `check`, with every rule consulted on the way.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn explain(&self, op: String, path: String) -> napi::Result<JsExplanation, String> {
         let op = parse_op(&op)?;
-        let env = self.session.env();
-        let p = absolute(&path, &env.cwd, &env.home)?;
-        let (d, steps) = self.session.explain(op, &p);
+        let p = self.tool_path(&path)?;
+        let (d, steps) = self.commands.session().explain(op, &p);
         Ok(JsExplanation {
             decision: d.into(),
             steps: steps.into_iter().map(Into::into).collect(),
@@ -364,10 +502,10 @@ impl Sandbox {
 
     /// Checks one pi tool call (`event.toolName`, `event.input`). Re-reads the config files
     /// first if they changed. Null for tools the path guard does not cover.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn check_tool(&mut self, tool: String, input: Value) -> Option<JsToolDecision> {
-        self.session.refresh();
-        self.session.check_tool(&tool, &input).map(|c| {
+        self.commands.session().refresh();
+        self.commands.session().check_tool(&tool, &input).map(|c| {
             let (patch_key, patch_value) = match c.patch {
                 Some((k, v)) => (Some(k), Some(v)),
                 None => (None, None),
@@ -381,90 +519,113 @@ impl Sandbox {
     }
 
     /// pi's read tool backend: the file the guard judged, opened without following links.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn read_file(&self, path: String) -> napi::Result<napi::bindgen_prelude::Buffer, String> {
         let p = self.tool_path(&path)?;
-        self.session
+        self.commands
+            .session()
             .read_file(&p)
             .map(Into::into)
             .map_err(file_op_error)
     }
 
     /// pi's write and edit backend: replaces the judged file's content (UTF-8 text).
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn write_file(&self, path: String, content: String) -> napi::Result<(), String> {
         let p = self.tool_path(&path)?;
-        self.session
+        self.commands
+            .session()
             .write_file(&p, content.as_bytes())
             .map_err(file_op_error)
     }
 
     /// pi's access check: readable (and writable when `write`), judged and opened the same way.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn access_file(&self, path: String, write: Option<bool>) -> napi::Result<(), String> {
         let p = self.tool_path(&path)?;
-        self.session
+        self.commands
+            .session()
             .access_file(&p, write.unwrap_or(false))
             .map_err(file_op_error)
     }
 
     /// pi's write creates the file's directory first; judged as a write of that directory.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn mkdir(&self, dir: String) -> napi::Result<(), String> {
         let p = self.tool_path(&dir)?;
-        self.session.mkdir(&p).map_err(file_op_error)
+        self.commands.session().mkdir(&p).map_err(file_op_error)
     }
 
     /// Re-reads the config files now.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn reload(&mut self) {
-        self.session.reload();
+        self.commands.session().reload();
     }
 
     /// "read-only" | "read-write" | "yolo"
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn mode(&self) -> String {
-        self.session.mode().as_str().into()
+        self.commands.session().mode().as_str().into()
     }
 
     /// False when the config says `enabled: false`.
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn enabled(&self) -> bool {
-        self.session.enabled()
+        self.commands.session().enabled()
     }
 
     /// Sets the mode for the rest of the session; `how` is shown as its source.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn set_mode(&mut self, mode: String, how: String) -> napi::Result<String, String> {
-        self.session
+        self.commands
+            .session()
             .set_mode(&mode, &how)
             .map(|m| m.as_str().into())
             .map_err(|e| js_error("E_BAD_MODE", e))
     }
 
     /// read-only → read-write → yolo → read-only; returns the new mode.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn cycle_mode(&mut self, how: String) -> String {
-        self.session.cycle_mode(&how).as_str().into()
+        self.commands.session().cycle_mode(&how).as_str().into()
     }
 
     /// Prepares a shell command for pi's bash: the policy's verdict and, when sandboxed, what
     /// to spawn (see `PreparedCommand`). `network`: "on" | "off" (default off).
-    #[napi]
+    /// At most one sandboxed command of a session is outstanding: another is refused until
+    /// the first one's `finish`.
+    #[napi(catch_unwind)]
     pub fn prepare_bash(
-        &mut self,
+        &self,
         command: String,
         network: Option<String>,
     ) -> napi::Result<PreparedCommand, String> {
         let network = parse_network(network)?;
-        self.session.refresh();
-        Ok(prepared(self.session.prepare_bash(&command, network)))
+        let what = Preparation::Bash(command);
+        Ok(prepared(
+            &self.commands,
+            prepare_on(&self.commands, &what, network),
+        ))
+    }
+
+    /// `prepareBash` off Node's main thread (the workspace scan, the mount plan).
+    #[napi(ts_return_type = "Promise<PreparedCommand>")]
+    pub fn prepare_bash_async(
+        &self,
+        command: String,
+        network: Option<String>,
+    ) -> napi::Result<AsyncTask<PrepareTask>, String> {
+        Ok(AsyncTask::new(PrepareTask {
+            commands: self.commands.clone(),
+            what: Preparation::Bash(command),
+            network: parse_network(network)?,
+        }))
     }
 
     /// Prepares an argv (no shell) the same way.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn prepare_run(
-        &mut self,
+        &self,
         argv: Vec<String>,
         network: Option<String>,
     ) -> napi::Result<PreparedCommand, String> {
@@ -472,39 +633,29 @@ impl Sandbox {
         if argv.is_empty() {
             return Err(js_error("E_BAD_COMMAND", "no command given"));
         }
-        self.session.refresh();
-        let argv: Vec<std::ffi::OsString> = argv.into_iter().map(Into::into).collect();
-        Ok(prepared(self.session.prepare_argv(&argv, network)))
-    }
-
-    /// Call after a sandboxed command finished: control-surface paths it created (a `.pi`
-    /// directory, a new repository's live hooks or command-running git config) are moved
-    /// aside; returns one sentence per finding (empty when all is well).
-    #[napi]
-    pub fn audit_after_command(&self) -> Vec<String> {
-        self.session
-            .audit_after_command()
-            .iter()
-            .map(|f| f.to_string())
-            .collect()
+        let what = Preparation::Argv(argv.into_iter().map(Into::into).collect());
+        Ok(prepared(
+            &self.commands,
+            prepare_on(&self.commands, &what, network),
+        ))
     }
 
     /// For a sandboxed command's output: one sentence for each path an error line reports as
     /// read-only or busy that the sandbox keeps so, with the rule and how to change it.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn explain_write_failures(&self, output: String) -> Vec<String> {
-        self.session.explain_write_failures(&output)
+        self.commands.session().explain_write_failures(&output)
     }
 
     /// The effective configuration as text, each value with the file it came from.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn describe(&self) -> String {
-        self.session.describe()
+        self.commands.session().describe()
     }
 }
 
 /// Normalises a mode name or alias ("ro", "readwrite", ...) to its canonical name.
-#[napi]
+#[napi(catch_unwind)]
 pub fn parse_mode(mode: String) -> napi::Result<String, String> {
     Mode::parse(&mode)
         .map(|m| m.as_str().into())
@@ -527,10 +678,35 @@ pub struct JsCapability {
 }
 
 /// The OS sandbox bash runs in here (probed once per process).
-#[napi]
+#[napi(catch_unwind)]
 pub fn sandbox_capability() -> JsCapability {
-    use crate::platform::detect::{detect, Capability};
-    match detect() {
+    capability(crate::platform::detect::detect())
+}
+
+pub struct ProbeTask;
+
+impl Task for ProbeTask {
+    type Output = crate::platform::detect::Capability;
+    type JsValue = JsCapability;
+
+    fn compute(&mut self) -> napi::Result<Self::Output> {
+        guarded(crate::platform::detect::detect)
+    }
+
+    fn resolve(&mut self, _env: napi::Env, c: Self::Output) -> napi::Result<JsCapability> {
+        Ok(capability(c))
+    }
+}
+
+/// `sandboxCapability`, probed off Node's main thread (the first probe starts bwrap).
+#[napi(ts_return_type = "Promise<JsCapability>")]
+pub fn probe_capability() -> AsyncTask<ProbeTask> {
+    AsyncTask::new(ProbeTask)
+}
+
+fn capability(c: crate::platform::detect::Capability) -> JsCapability {
+    use crate::platform::detect::Capability;
+    match c {
         Capability::Bwrap { program } => JsCapability {
             kind: "bwrap".into(),
             program: Some(program.display().to_string()),
@@ -550,7 +726,7 @@ pub fn sandbox_capability() -> JsCapability {
 }
 
 /// The tools the path guard covers.
-#[napi]
+#[napi(catch_unwind)]
 pub fn guarded_tools() -> Vec<String> {
     tools::GUARDED_TOOLS.iter().map(|s| s.to_string()).collect()
 }

@@ -1152,7 +1152,7 @@ export function runOnce({ w, policy, queries, context }) {
   );
   const before = snapshot(w);
   const r = runPreparedSync(prepared, { cwd: w.project, env: { ...process.env, TMPDIR: w.tmp }, maxBuffer: 1 << 28 });
-  const audit = s.auditAfterCommand();
+  const audit = r.findings;
   const marker = r.stdout?.lastIndexOf("@@probe-results@@") ?? -1;
   if (marker < 0) {
     restore(w, before, backups, new Set());

@@ -2,10 +2,11 @@
 // directly, with the launch's fds as the child's fds 3, 4, ...
 import { spawn, spawnSync } from "node:child_process";
 
-/** Runs a sandboxed `prepared` to completion; spawnSync's result. */
+/** Runs a sandboxed `prepared` to completion; spawnSync's result and the audit's `findings`. */
 export function runPreparedSync(prepared, { cwd, env, maxBuffer } = {}) {
+  let r;
   try {
-    return spawnSync(prepared.program, prepared.args, {
+    r = spawnSync(prepared.program, prepared.args, {
       cwd,
       env,
       maxBuffer,
@@ -13,11 +14,13 @@ export function runPreparedSync(prepared, { cwd, env, maxBuffer } = {}) {
       stdio: ["ignore", "pipe", "pipe", ...prepared.fds],
     });
   } finally {
-    prepared.finish();
+    const findings = prepared.finish();
+    r = { ...r, findings };
   }
+  return r;
 }
 
-/** Starts a sandboxed `prepared`; resolves with { code, stdout, stderr, out } when it closes. */
+/** Starts a sandboxed `prepared`; resolves with { code, stdout, stderr, out, findings } when it closes. */
 export function runPrepared(prepared, { cwd, env } = {}) {
   const child = spawn(prepared.program, prepared.args, { cwd, env, stdio: ["ignore", "pipe", "pipe", ...prepared.fds] });
   prepared.release();
@@ -28,8 +31,8 @@ export function runPrepared(prepared, { cwd, env } = {}) {
   child.stderr.on("data", (d) => ((stderr += d), (out += d)));
   return new Promise((resolve) =>
     child.on("close", (code) => {
-      prepared.finish();
-      resolve({ code, stdout, stderr, out });
+      const findings = prepared.finish();
+      resolve({ code, stdout, stderr, out, findings });
     }),
   );
 }
