@@ -514,10 +514,6 @@ impl Env {
         self.cwd.join(".pi").join("sandbox.json")
     }
 
-    pub fn approvals_store(&self) -> PathBuf {
-        self.agent_dir.join("sandbox-approvals.json")
-    }
-
     pub fn auth_json(&self) -> PathBuf {
         self.agent_dir.join("auth.json")
     }

@@ -21,6 +21,7 @@ use crate::open::OpenError;
 use crate::platform::bwrap::{self, BwrapError, FdSource, ARGS_FD};
 use crate::platform::mounts::{self, Facts, FileKind, MountPlan, Scan};
 use crate::platform::seatbelt::{self, SeatbeltPolicy};
+use crate::policy::Network;
 use crate::protected::{Place, TABLE};
 
 #[derive(Debug)]
@@ -163,7 +164,7 @@ pub fn scan(guard: &Guard) -> Scan {
 }
 
 /// The mount plan for `guard` as the disk is now; `scan` comes from `scan`.
-pub fn plan_for(guard: &Guard, network: bool, script: Option<&Path>, scan: &Scan) -> MountPlan {
+pub fn plan_for(guard: &Guard, network: Network, script: Option<&Path>, scan: &Scan) -> MountPlan {
     let facts = Facts {
         kind_of: &mounts::kind_on_disk,
         scan,
@@ -243,32 +244,42 @@ fn open_mount_source(path: &Path) -> Result<OwnedFd, LaunchError> {
 /// command, so a fixed name cannot collide.
 const SCRIPT_INSIDE: &str = "/tmp/pi-bash-command.sh";
 
-/// A bwrap launch of the shell command `command` (`bash -l <script>`).
-pub fn bwrap_bash(
-    guard: &Guard,
-    bwrap_program: &Path,
-    network: bool,
-    command: &str,
-    tmp_dir: &Path,
-    scan: &Scan,
-) -> Result<Launch, LaunchError> {
-    let inside = Path::new(SCRIPT_INSIDE);
-    let plan = plan_for(guard, network, Some(inside), scan);
-    let argv = [OsString::from("bash"), "-l".into(), inside.into()];
-    bwrap_launch(bwrap_program, &plan, &argv, Some(command), tmp_dir)
+/// What every launch is built from.
+pub struct Setup<'a> {
+    pub guard: &'a Guard,
+    /// The sandbox program (bwrap or sandbox-exec).
+    pub program: &'a Path,
+    /// The policy's decision for this command.
+    pub network: Network,
+    /// Where temp files go (the host's TMPDIR).
+    pub tmp_dir: &'a Path,
+    /// What the guard keeps read-only in bash's writable trees, found now.
+    pub scan: &'a Scan,
 }
 
-/// A bwrap launch of `argv` as given (the CLI's `run -- CMD ARGS`): no shell, no script.
-pub fn bwrap_argv(
-    guard: &Guard,
-    bwrap_program: &Path,
-    network: bool,
-    argv: &[OsString],
-    tmp_dir: &Path,
-    scan: &Scan,
-) -> Result<Launch, LaunchError> {
-    let plan = plan_for(guard, network, None, scan);
-    bwrap_launch(bwrap_program, &plan, argv, None, tmp_dir)
+/// What runs inside the sandbox.
+#[derive(Debug, Clone, Copy)]
+pub enum Command<'a> {
+    /// A shell command for `bash -l`, passed as a script.
+    Shell(&'a str),
+    /// An argv run as given (the CLI's `run -- CMD ARGS`): no shell, no script.
+    Argv(&'a [OsString]),
+}
+
+/// A bwrap launch of `command`.
+pub fn bwrap(setup: &Setup, command: Command) -> Result<Launch, LaunchError> {
+    let inside = Path::new(SCRIPT_INSIDE);
+    match command {
+        Command::Shell(text) => {
+            let plan = plan_for(setup.guard, setup.network, Some(inside), setup.scan);
+            let argv = [OsString::from("bash"), "-l".into(), inside.into()];
+            bwrap_launch(setup.program, &plan, &argv, Some(text), setup.tmp_dir)
+        }
+        Command::Argv(argv) => {
+            let plan = plan_for(setup.guard, setup.network, None, setup.scan);
+            bwrap_launch(setup.program, &plan, argv, None, setup.tmp_dir)
+        }
+    }
 }
 
 /// pi's control surface as SBPL regexes, from `protected::TABLE`: name entries anywhere,
@@ -332,7 +343,7 @@ fn regex_escape(s: &str) -> String {
 /// SBPL matches paths that do not exist yet, so new names of the table are refused up front.
 pub fn seatbelt_policy(
     guard: &Guard,
-    network: bool,
+    network: Network,
     tmp_dir: &Path,
     scan: &Scan,
 ) -> SeatbeltPolicy {
@@ -376,16 +387,12 @@ pub fn seatbelt_policy(
     policy
 }
 
-/// A sandbox-exec launch of `command` (`bash -l <script>` under a generated profile).
-pub fn seatbelt_bash(
-    guard: &Guard,
-    program: &Path,
-    network: bool,
-    command: &str,
-    tmp_dir: &Path,
-    scan: &Scan,
-) -> Result<Launch, LaunchError> {
-    let profile = seatbelt::build(&seatbelt_policy(guard, network, tmp_dir, scan));
+/// A sandbox-exec launch of the shell command `command` (`bash -l <script>` under a
+/// generated profile).
+pub fn seatbelt(setup: &Setup, command: &str) -> Result<Launch, LaunchError> {
+    let (program, tmp_dir) = (setup.program, setup.tmp_dir);
+    let policy = seatbelt_policy(setup.guard, setup.network, tmp_dir, setup.scan);
+    let profile = seatbelt::build(&policy);
     let profile_file = write_temp(tmp_dir, "pi-sandbox", ".sb", profile.as_bytes())?;
     let script = match write_script(tmp_dir, command) {
         Ok(s) => s,
@@ -438,15 +445,15 @@ mod tests {
         let guard = Guard::new(&cfg, &env, crate::guard::ApprovalMode::Ask).unwrap();
         let tmp = root.join("tmp");
         std::fs::create_dir_all(&tmp).unwrap();
-        let l = bwrap_bash(
-            &guard,
-            Path::new("/usr/bin/bwrap"),
-            false,
-            "echo 'hi' \\ $HOME",
-            &tmp,
-            &scan(&guard),
-        )
-        .unwrap();
+        let found = scan(&guard);
+        let setup = Setup {
+            guard: &guard,
+            program: Path::new("/usr/bin/bwrap"),
+            network: Network::Off,
+            tmp_dir: &tmp,
+            scan: &found,
+        };
+        let l = bwrap(&setup, Command::Shell("echo 'hi' \\ $HOME")).unwrap();
         assert_eq!(l.args[..2], ["--args", "3"]);
         assert_eq!(l.args[2..], ["--", "bash", "-l", SCRIPT_INSIDE]);
         // nothing named on the host: the script and options live in unnamed files
@@ -492,15 +499,15 @@ mod tests {
         let guard = Guard::new(&cfg, &env, crate::guard::ApprovalMode::Ask).unwrap();
         let tmp = root.join("tmp");
         std::fs::create_dir_all(&tmp).unwrap();
-        let l = seatbelt_bash(
-            &guard,
-            Path::new("/usr/bin/sandbox-exec"),
-            false,
-            "echo hi",
-            &tmp,
-            &scan(&guard),
-        )
-        .unwrap();
+        let found = scan(&guard);
+        let setup = Setup {
+            guard: &guard,
+            program: Path::new("/usr/bin/sandbox-exec"),
+            network: Network::Off,
+            tmp_dir: &tmp,
+            scan: &found,
+        };
+        let l = seatbelt(&setup, "echo hi").unwrap();
         let profile_file = &l.temp_files[0];
         let profile = std::fs::read_to_string(profile_file).unwrap();
         let r = |p: &str| root.join(p).display().to_string();

@@ -11,6 +11,7 @@ pub mod paths;
 pub mod platform;
 pub mod policy;
 pub mod protected;
+pub mod report;
 pub mod session;
 pub mod tools;
 

@@ -10,12 +10,11 @@ use serde_json::Value;
 use crate::audit::{Auditor, Finding};
 use crate::config::{self, Config, ConfigError, Env, Mode, Source, MODE_HELP};
 use crate::guard::{ApprovalMode, Decision, Guard, GuardError, Op, Step, Verdict};
-use crate::launch::{self, Launch, LaunchError};
+use crate::launch::{self, Command, Launch, LaunchError};
 use crate::open::{self, OpenError};
 use crate::platform::detect::{self, Capability};
 use crate::platform::mounts::{Found, Scan};
 use crate::policy::{self, Adapter, BashDecision, BashRequest, Network};
-use crate::protected::Place;
 use crate::tools::{self, ToolCheck};
 
 /// Why a session has no usable policy. Each carries a stable code for the JS side.
@@ -56,8 +55,6 @@ pub struct Options {
     /// Raw `PI_SANDBOX_APPROVAL_MODE`, validated here.
     pub approval_mode: Option<String>,
 }
-
-type SeatbeltBuild<'a> = &'a dyn Fn(&Guard, &Path, &Scan) -> Result<Launch, LaunchError>;
 
 fn built(launch: Result<Launch, LaunchError>) -> Prepared {
     match launch {
@@ -362,36 +359,15 @@ impl Session {
 
     /// How a shell command runs: the policy's decision, and for a sandboxed run the launch.
     pub fn prepare_bash(&self, command: &str, network: Network) -> Prepared {
-        let tmp = std::env::temp_dir();
-        let on = network == Network::On;
-        self.prepare(
-            network,
-            |guard, program, scan| launch::bwrap_bash(guard, program, on, command, &tmp, scan),
-            Some(&|guard: &Guard, program: &Path, scan: &Scan| {
-                launch::seatbelt_bash(guard, program, on, command, &tmp, scan)
-            }),
-        )
+        self.prepare(Command::Shell(command), network)
     }
 
     /// Like `prepare_bash` for an argv run without a shell (the CLI's `run -- CMD ARGS`).
     pub fn prepare_argv(&self, argv: &[std::ffi::OsString], network: Network) -> Prepared {
-        self.prepare(
-            network,
-            |guard, program, scan| {
-                let tmp = std::env::temp_dir();
-                launch::bwrap_argv(guard, program, network == Network::On, argv, &tmp, scan)
-            },
-            None,
-        )
+        self.prepare(Command::Argv(argv), network)
     }
 
-    /// `bwrap` builds the Linux launch, `seatbelt` the macOS one (None: not offered).
-    fn prepare(
-        &self,
-        network: Network,
-        bwrap: impl FnOnce(&Guard, &Path, &Scan) -> Result<Launch, LaunchError>,
-        seatbelt: Option<SeatbeltBuild>,
-    ) -> Prepared {
+    fn prepare(&self, command: Command, network: Network) -> Prepared {
         let guard = match self.guard() {
             Some(g) => g,
             None => {
@@ -405,12 +381,11 @@ impl Session {
             mode: guard.mode().value,
             network,
         });
-        if let BashDecision::Unsandboxed { reason } = decision {
-            return Prepared::Unsandboxed(reason);
-        }
-        if let BashDecision::Denied { reason } = decision {
-            return Prepared::Denied(reason);
-        }
+        let (adapter, network) = match decision {
+            BashDecision::Sandboxed { adapter, network } => (adapter, network),
+            BashDecision::Unsandboxed { reason } => return Prepared::Unsandboxed(reason),
+            BashDecision::Denied { reason } => return Prepared::Denied(reason),
+        };
         let mut auditor = self.auditor.borrow_mut();
         // Fail closed: what an earlier command left that could not be neutralised blocks
         // every command until it is gone or safe.
@@ -422,26 +397,24 @@ impl Session {
         let scan = launch::scan(guard);
         auditor.baseline(&scan);
         self.remember(&scan);
-        let launch = match (decision, &capability) {
-            (
-                BashDecision::Sandboxed {
-                    adapter: Adapter::Bwrap,
-                    ..
-                },
-                Capability::Bwrap { program },
-            ) => bwrap(guard, program, &scan),
-            (
-                BashDecision::Sandboxed {
-                    adapter: Adapter::Seatbelt,
-                    ..
-                },
-                Capability::SandboxExec { program },
-            ) => match seatbelt {
-                Some(build) => build(guard, program, &scan),
-                None => return Prepared::Denied(
-                    "Blocked: on macOS, `pi-sandbox run` takes a shell command: pi-sandbox run -- bash -c '...'".into(),
-                ),
-            },
+        let tmp = std::env::temp_dir();
+        let setup = |program| launch::Setup {
+            guard,
+            program,
+            network,
+            tmp_dir: &tmp,
+            scan: &scan,
+        };
+        let launch = match (adapter, &capability, command) {
+            (Adapter::Bwrap, Capability::Bwrap { program }, _) => {
+                launch::bwrap(&setup(program), command)
+            }
+            (Adapter::Seatbelt, Capability::SandboxExec { program }, Command::Shell(text)) => {
+                launch::seatbelt(&setup(program), text)
+            }
+            (Adapter::Seatbelt, _, Command::Argv(_)) => return Prepared::Denied(
+                "Blocked: on macOS, `pi-sandbox run` takes a shell command: pi-sandbox run -- bash -c '...'".into(),
+            ),
             _ => {
                 return Prepared::Denied(
                     "Blocked: the sandbox adapter does not match this platform.".into(),
@@ -572,128 +545,8 @@ impl Session {
 
     /// The effective configuration, each value with the file it came from.
     pub fn describe(&self) -> String {
-        let mut out = String::new();
-        let env = &self.options.env;
-        let _ = writeln!(
-            out,
-            "pi-sandbox — effective configuration for {}",
-            env.cwd.display()
-        );
-        let loaded = match &self.state {
-            Ok(l) => l,
-            Err(e) => {
-                let _ = writeln!(out, "BROKEN ({}): {}", e.code, e.message);
-                let _ = writeln!(out, "Every guarded tool is blocked until this is fixed.");
-                return out;
-            }
-        };
-        let c = &loaded.config;
-        let g = &loaded.guard;
-        let _ = writeln!(
-            out,
-            "\nLayers (later wins, a key's array replaces the earlier one):"
-        );
-        let _ = writeln!(out, "  built-in defaults");
-        for (file, present) in &c.layers {
-            let _ = writeln!(
-                out,
-                "  {} ({})",
-                file.display(),
-                if *present { "loaded" } else { "absent" }
-            );
-        }
-        let line = |out: &mut String, key: &str, value: String, source: &Source| {
-            let _ = writeln!(out, "  {key:<34} {value}\n  {:<34} ↳ from {source}", "");
-        };
-        let _ = writeln!(out, "\nSettings:");
-        line(
-            &mut out,
-            "enabled",
-            c.enabled.value.to_string(),
-            &c.enabled.source,
-        );
-        line(
-            &mut out,
-            "mode",
-            g.mode().value.as_str().to_string(),
-            &g.mode().source,
-        );
-        let _ = writeln!(
-            out,
-            "  {:<34} {}",
-            "approval mode",
-            g.approval_mode().as_str()
-        );
-        let list = |v: &[String]| {
-            if v.is_empty() {
-                "[]".to_string()
-            } else {
-                v.join(", ")
-            }
-        };
-        for (key, s) in [
-            ("filesystem.denyRead", &c.deny_read),
-            ("filesystem.allowWrite", &c.allow_write),
-            ("filesystem.denyWrite", &c.deny_write),
-            ("network.allowedDomains", &c.allowed_domains),
-            ("network.deniedDomains", &c.denied_domains),
-        ] {
-            line(&mut out, key, list(&s.value), &s.source);
-        }
-        line(
-            &mut out,
-            "ignoreViolations",
-            serde_json::to_string(&c.ignore_violations.value).unwrap_or_default(),
-            &c.ignore_violations.source,
-        );
-        line(
-            &mut out,
-            "enableWeakerNestedSandbox",
-            c.enable_weaker_nested_sandbox.value.to_string(),
-            &c.enable_weaker_nested_sandbox.source,
-        );
-        line(
-            &mut out,
-            "enableWeakerNetworkIsolation",
-            c.enable_weaker_network_isolation.value.to_string(),
-            &c.enable_weaker_network_isolation.source,
-        );
-        for (key, v) in &c.passthrough {
-            line(
-                &mut out,
-                key,
-                format!("{} (accepted, not enforced)", v.value),
-                &v.source,
-            );
-        }
-        let paths = |it: &mut dyn Iterator<Item = &Path>| {
-            it.map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let _ = writeln!(out, "\nResolved:");
-        let _ = writeln!(out, "  unreadable: {}", paths(&mut g.deny_read_paths()));
-        let _ = writeln!(out, "  writable:   {}", paths(&mut g.allow_write_paths()));
-        let _ = writeln!(
-            out,
-            "\nAlways protected from writes ({}), in both layers:",
-            Source::Mandatory
-        );
-        for entry in crate::protected::TABLE {
-            let place = match entry.place {
-                Place::AgentDir => g.env().agent_dir.display().to_string(),
-                Place::SessionDir => match &g.env().session_dir {
-                    Some(d) => d.display().to_string(),
-                    None => continue,
-                },
-                Place::Home(rel) => g.env().home.join(rel).display().to_string(),
-                Place::Name(n) => format!("any {n}"),
-                Place::Git(rel) => format!("<git dir>/{rel}"),
-                Place::GitFile => "a .git file".into(),
-            };
-            let _ = writeln!(out, "  {place} ({}): {}", entry.what, entry.why);
-        }
-        out
+        let state = self.state.as_ref().map(|l| (&l.config, &l.guard));
+        crate::report::describe(&self.options.env.cwd, state)
     }
 }
 

@@ -15,6 +15,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::platform::mounts::{MountKind, MountPlan};
+use crate::policy::Network;
 
 /// The fd on which bwrap finds its options (`--args`); `BwrapArgs::fds` follow it.
 pub const ARGS_FD: u32 = 3;
@@ -103,7 +104,7 @@ pub fn build(plan: &MountPlan, command: &[OsString]) -> Result<BwrapArgs, BwrapE
     ] {
         flag(&mut out.args, f);
     }
-    if !plan.network {
+    if plan.network == Network::Off {
         flag(&mut out.args, "--unshare-net");
     }
     let mount =
@@ -192,7 +193,7 @@ mod tests {
                 m("/home/u/.pi/agent/sessions", MountKind::Writable),
             ],
             placeholders: vec![],
-            network: false,
+            network: Network::Off,
             script: Some("/tmp/pi-bash-1-2-abc.sh".into()),
         }
     }
@@ -244,7 +245,7 @@ mod tests {
     #[test]
     fn network_on_keeps_the_host_network() {
         let mut p = plan();
-        p.network = true;
+        p.network = Network::On;
         let args = strings(&build(&p, &["true".into()]).unwrap().args);
         assert!(!args.contains(&"--unshare-net".to_string()));
         assert!(args.contains(&"--unshare-pid".to_string()));

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::Mode;
 use crate::guard::{Guard, Protection};
+use crate::policy::Network;
 use crate::protected::{is_under, GitDirCache, Keep, Place, TABLE};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -35,7 +36,7 @@ pub struct MountPlan {
     /// Protected directories that do not exist yet: created empty (and kept) as mount points
     /// so the command cannot create them.
     pub placeholders: Vec<PathBuf>,
-    pub network: bool,
+    pub network: Network,
     /// Where the command's script appears inside the sandbox (in its private /tmp, read-only,
     /// added after the tmpfs so it stays visible).
     pub script: Option<PathBuf>,
@@ -81,7 +82,7 @@ pub fn writable_roots(guard: &Guard) -> Vec<PathBuf> {
         .collect()
 }
 
-pub fn plan(guard: &Guard, facts: &Facts, network: bool, script: Option<&Path>) -> MountPlan {
+pub fn plan(guard: &Guard, facts: &Facts, network: Network, script: Option<&Path>) -> MountPlan {
     let env = guard.env();
     let kind = facts.kind_of;
     let exists = |p: &Path| kind(p) != FileKind::Missing;
@@ -546,7 +547,7 @@ mod tests {
             kind_of: &kind,
             scan: &scan,
         };
-        plan(g, &facts, false, Some(Path::new("/tmp/s.sh")))
+        plan(g, &facts, Network::Off, Some(Path::new("/tmp/s.sh")))
     }
 
     fn show(plan: &MountPlan) -> Vec<String> {
@@ -611,7 +612,7 @@ mod tests {
         );
         // .pi did not exist: it is created as an empty mount point
         assert_eq!(p.placeholders, vec![r("/w/proj/.pi")]);
-        assert!(!p.network);
+        assert_eq!(p.network, Network::Off);
     }
 
     #[test]

@@ -6,6 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::policy::Network;
+
 const TEMPLATE: &str = include_str!("profile.sbpl");
 
 /// What the profile needs; the caller derives it from the same `Guard` as the path guard.
@@ -22,7 +24,7 @@ pub struct SeatbeltPolicy {
     pub protected: Vec<PathBuf>,
     /// Protected name patterns anywhere, as SBPL regexes (from denyWrite globs, `.pi`, git).
     pub protected_regexes: Vec<String>,
-    pub network: bool,
+    pub network: Network,
 }
 
 /// A string literal for SBPL.
@@ -107,7 +109,7 @@ pub fn build(policy: &SeatbeltPolicy) -> String {
         )
     };
 
-    let network = if policy.network {
+    let network = if policy.network == Network::On {
         "(allow network*)\n(allow system-socket)".to_string()
     } else {
         "; off: no network at all (deny default)".to_string()
@@ -199,7 +201,7 @@ mod tests {
             writable_exceptions: vec!["/Users/u/.pi/agent/sessions".into()],
             protected: vec!["/Users/u/.pi/agent".into(), "/Users/u/proj/.pi".into()],
             protected_regexes: vec![glob_to_regex("*.pem")],
-            network: false,
+            network: Network::Off,
         }
     }
 
@@ -237,7 +239,7 @@ mod tests {
     #[test]
     fn network_on_allows_sockets() {
         let mut p = policy();
-        p.network = true;
+        p.network = Network::On;
         assert!(build(&p).contains("(allow network*)"));
     }
 
