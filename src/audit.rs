@@ -26,7 +26,7 @@ fn baseline_time() -> Option<SystemTime> {
 
 use crate::guard::Protection;
 use crate::platform::mounts::{Found, Scan, LINK_TARGET_MISSING};
-use crate::protected::{OnChange, Place};
+use crate::protected::{Keep, OnChange, Place};
 
 /// What was done about one new or changed path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,8 +152,9 @@ pub fn unsafe_git_keys(text: &str) -> Vec<String> {
 /// The protected paths seen just before a command, to judge what it created or changed.
 #[derive(Debug, Default)]
 pub struct Auditor {
-    /// Path → fingerprint (content or link target, for entries compared by content).
-    known: HashMap<PathBuf, Vec<u8>>,
+    /// Path → whether its entry was compared by content (`by_content`), and its fingerprint
+    /// (content or link target, for entries compared by content).
+    known: HashMap<PathBuf, (bool, Vec<u8>)>,
     /// What could not be neutralised: bash is blocked while any of it is still unsafe.
     blocked: Vec<Found>,
     /// When the baseline was taken, on the file system's clock (`baseline_time`): an inode
@@ -166,7 +167,7 @@ impl Auditor {
     /// suspect.
     pub fn baseline(&mut self, scan: &Scan) {
         for f in compared(scan) {
-            self.known.insert(f.path.clone(), f.fingerprint.clone());
+            self.known.insert(f.path.clone(), known(f));
         }
         self.since = baseline_time();
     }
@@ -214,16 +215,20 @@ impl Auditor {
     fn after_only(&mut self, now: &Scan, judged: impl Fn(&Found) -> bool) -> Vec<Finding> {
         let mut findings = Vec::new();
         for found in compared(now).filter(|f| judged(f)) {
-            let before = self.known.get(&found.path);
+            let seen = self.known.get(&found.path);
+            let before = seen.map(|(_, fp)| fp);
             if before.is_some_and(|fp| *fp == found.fingerprint) {
                 continue;
             }
             // Protected now only because the command changed what is around it (made its
-            // directory a git dir; uncovered it by moving a protected directory): the path
-            // itself is untouched, the user's. What changed around it is judged on its own.
-            if before.is_none() && self.unchanged_since_baseline(&found.path) {
-                self.known
-                    .insert(found.path.clone(), found.fingerprint.clone());
+            // directory a git dir; uncovered it by moving a protected directory), or covered
+            // now by an entry compared the other way (a commondir in a directory the command
+            // made a git dir is a worktree's, compared by content; its fingerprint before
+            // says nothing): the path itself is untouched, the user's. What changed around
+            // it is judged on its own.
+            let comparable = seen.is_some_and(|(by, _)| *by == by_content(found));
+            if !comparable && self.unchanged_since_baseline(&found.path) {
+                self.known.insert(found.path.clone(), known(found));
                 continue;
             }
             let finding = judge(found, before.map(Vec::as_slice));
@@ -232,14 +237,24 @@ impl Auditor {
                 Some(f) if f.blocking => self.blocked.push(found.clone()),
                 Some(f) if f.moved_to.is_some() => {}
                 _ => {
-                    self.known
-                        .insert(found.path.clone(), found.fingerprint.clone());
+                    self.known.insert(found.path.clone(), known(found));
                 }
             }
             findings.extend(finding);
         }
         findings
     }
+}
+
+/// Whether the scan fingerprints `f` by content (`Keep::Audit` entries; a link, by its target,
+/// under any entry): a fingerprint is compared only with one taken the same way.
+fn by_content(f: &Found) -> bool {
+    matches!(&f.why, Protection::Surface(h) if h.entry.keep == Keep::Audit)
+}
+
+/// What the auditor keeps of a path it has seen.
+fn known(f: &Found) -> (bool, Vec<u8>) {
+    (by_content(f), f.fingerprint.clone())
 }
 
 fn is_dir(path: &Path) -> bool {
@@ -711,6 +726,67 @@ mod tests {
             "{found:?}"
         );
         assert!(!other.join("hooks").exists());
+    }
+
+    /// The audit as `Session::audit_after_command` runs it: the structural passes until they
+    /// move nothing, then everything else.
+    fn audit(a: &mut Auditor, g: &Guard, root: &Path) -> Vec<Finding> {
+        let mut found = Vec::new();
+        for pass in 0.. {
+            assert!(pass < 8, "the structural passes do not end: {found:?}");
+            let structural = a.after_structural(&scan(g, root));
+            let moved = structural.iter().any(|f| f.moved_to.is_some());
+            found.extend(structural);
+            if !moved {
+                break;
+            }
+        }
+        found.extend(a.after(&scan(g, root)));
+        found
+    }
+
+    #[test]
+    fn a_users_commondir_is_left_when_the_command_changes_the_entry_covering_it() {
+        let (_t, root, g) = setup();
+        // the user's directory `x/worktrees/pkg` holds a file named commondir: pkg is a git
+        // dir, its commondir kept read-only (not compared by content)
+        let pkg = root.join("x/worktrees/pkg");
+        std::fs::create_dir_all(&pkg).unwrap();
+        std::fs::write(pkg.join("commondir"), "the user's notes\n").unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let mut a = Auditor::default();
+        a.baseline(&scan(&g, &root));
+        // the command makes x a git dir (pkg/commondir is now a worktree's commondir there,
+        // compared by content) and plants a config in pkg
+        std::fs::write(root.join("x/commondir"), "../elsewhere\n").unwrap();
+        std::fs::write(pkg.join("config"), "[core]\n\thooksPath = /x\n").unwrap();
+        let found = audit(&mut a, &g, &root);
+        let mut paths: Vec<&Path> = found.iter().map(|f| f.path.as_path()).collect();
+        paths.sort();
+        assert_eq!(
+            paths,
+            [root.join("x/commondir"), pkg.join("config")],
+            "{found:?}"
+        );
+        assert!(found.iter().all(|f| f.moved_to.is_some()), "{found:?}");
+        assert_eq!(
+            std::fs::read_to_string(pkg.join("commondir")).unwrap(),
+            "the user's notes\n"
+        );
+        assert!(!pkg.join("config").exists() && !root.join("x/commondir").exists());
+        // the other way round: y stops being a git dir (its refs removed), and pkg's
+        // commondir, compared by content until now, is the user's file as it was
+        for d in ["objects", "refs"] {
+            std::fs::create_dir_all(root.join("y").join(d)).unwrap();
+        }
+        std::fs::create_dir_all(root.join("y/worktrees/pkg")).unwrap();
+        std::fs::write(root.join("y/worktrees/pkg/commondir"), "../..\n").unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let mut a = Auditor::default();
+        a.baseline(&scan(&g, &root));
+        std::fs::remove_dir(root.join("y/refs")).unwrap();
+        assert_eq!(audit(&mut a, &g, &root), vec![]);
+        assert!(root.join("y/worktrees/pkg/commondir").exists());
     }
 
     #[test]
