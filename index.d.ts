@@ -73,6 +73,11 @@ export declare class Sandbox {
   reload(): void
   /** "read-only" | "read-write" | "yolo" */
   get mode(): string
+  /**
+   * How bash finds what to protect: "current (N directories watched)", "building ...", or
+   * "full scan for every command: <why>".
+   */
+  get indexStatus(): string
   /** False when the config says `enabled: false`. */
   get enabled(): boolean
   /** Sets the mode for the rest of the session; `how` is shown as its source. */

@@ -5,6 +5,9 @@
 //
 //   PI_SANDBOX_DIFF_SEED=<n>    reproduce a run (the seed is printed with every failure)
 //   PI_SANDBOX_DIFF_PATHS=<n>   paths per run (default 10,000); `npm run fuzz` runs 1,000,000
+//
+// Bash's mounts and audit come from the index of the writable trees (src/index.rs); here each
+// of its answers is also checked against a full walk (PI_SANDBOX_INDEX_VERIFY=1).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -14,6 +17,7 @@ import { formatFindings, formatGroups, runDifferential, seedFrom } from "./helpe
 
 const { sandboxCapability } = await import(path.join(repo, "index.js"));
 
+process.env.PI_SANDBOX_INDEX_VERIFY ??= "1";
 const seed = seedFrom(process.env.PI_SANDBOX_DIFF_SEED);
 const paths = Number(process.env.PI_SANDBOX_DIFF_PATHS || 10_000);
 const noBwrap = sandboxCapability().kind !== "bwrap" && "needs bubblewrap (Linux)";

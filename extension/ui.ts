@@ -28,7 +28,9 @@ export function showStatus(ctx: ExtensionContext, s: Sandbox | undefined, bash: 
 	else if (s.mode === "yolo") text = "sandbox: yolo (off)";
 	else {
 		const shell = bash.kind === "none" ? "bash blocked (no OS sandbox)" : `bash in ${bash.kind}, net ${network}`;
-		text = `sandbox: ${s.mode} · ${shell}`;
+		// Only when bash does not run from a current index: each command walks the trees.
+		const index = s.indexStatus.startsWith("full scan") ? " · full scans" : "";
+		text = `sandbox: ${s.mode} · ${shell}${index}`;
 	}
 	ctx.ui.setStatus("sandbox", text);
 }

@@ -5,6 +5,7 @@ pub mod audit;
 pub mod commands;
 pub mod config;
 pub mod guard;
+pub mod index;
 pub mod launch;
 pub mod open;
 pub mod paths;
@@ -567,6 +568,13 @@ impl Sandbox {
     #[napi(getter, catch_unwind)]
     pub fn mode(&self) -> String {
         self.commands.session().mode().as_str().into()
+    }
+
+    /// How bash finds what to protect: "current (N directories watched)", "building ...", or
+    /// "full scan for every command: <why>".
+    #[napi(getter, catch_unwind)]
+    pub fn index_status(&self) -> String {
+        self.commands.session().index_status()
     }
 
     /// False when the config says `enabled: false`.

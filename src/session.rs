@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::audit::{Auditor, Finding};
 use crate::config::{self, Config, ConfigError, Env, Mode, Source, MODE_HELP};
 use crate::guard::{ApprovalMode, Decision, Guard, GuardError, Op, Step, Verdict};
+use crate::index::Index;
 use crate::launch::{self, Command, Launch, LaunchError};
 use crate::open::{self, OpenError};
 use crate::platform::detect::{self, Capability};
@@ -94,6 +95,11 @@ fn paths_in_error_line(line: &str) -> Vec<String> {
     out
 }
 
+/// `PI_SANDBOX_INDEX=off` turns the index off: every command walks the trees in full.
+fn index_wanted() -> bool {
+    std::env::var_os("PI_SANDBOX_INDEX").is_none_or(|v| v != "off")
+}
+
 /// Passes of the audit's structural step before it gives up and blocks bash.
 const MAX_STRUCTURAL_PASSES: usize = 64;
 
@@ -133,6 +139,8 @@ pub struct Session {
     auditor: std::cell::RefCell<Auditor>,
     /// Second names of protected files from the last scan (see `Scan::second_names`).
     second_names: std::cell::RefCell<Option<Vec<Found>>>,
+    /// What the scan finds, kept current from file events (None: full scans; see `scan`).
+    index: Option<Index>,
 }
 
 struct Loaded {
@@ -164,6 +172,7 @@ impl Session {
             stamp: vec![],
             auditor: Default::default(),
             second_names: Default::default(),
+            index: None,
         };
         s.reload();
         s
@@ -182,6 +191,31 @@ impl Session {
         self.state = self.build();
         if let (Ok(loaded), Some((mode, how))) = (&mut self.state, &self.mode_override) {
             loaded.guard.set_mode(*mode, how);
+        }
+        // A new policy judges paths differently: a new index, built in the background.
+        self.index = match &self.state {
+            Ok(loaded) if index_wanted() => Some(Index::start(&loaded.guard)),
+            _ => None,
+        };
+    }
+
+    /// What the guard keeps read-only in bash's writable trees now: from the index, or by a
+    /// full walk when there is none.
+    fn scan(&self, guard: &Guard) -> Scan {
+        match &self.index {
+            Some(index) => index.scan(guard),
+            None => launch::scan(guard),
+        }
+    }
+
+    /// How bash finds what to protect: the index's state, or why there is none.
+    pub fn index_status(&self) -> String {
+        match &self.index {
+            Some(index) => index.status().to_string(),
+            None if !index_wanted() => {
+                "off (PI_SANDBOX_INDEX=off): a full scan for every command".into()
+            }
+            None => "none (no policy loaded)".into(),
         }
     }
 
@@ -257,7 +291,7 @@ impl Session {
         let linked =
             std::fs::symlink_metadata(&decision.path).is_ok_and(|m| m.is_file() && m.nlink() > 1);
         if linked || self.second_names.borrow().is_none() {
-            self.remember(&launch::scan(guard));
+            self.remember(&self.scan(guard));
         }
         let names = self.second_names.borrow();
         let Some(found) = names
@@ -394,7 +428,7 @@ impl Session {
             return Prepared::Denied(blocked_reason(&blocking));
         }
         // The baseline of the audit after the command, whichever OS layer runs it.
-        let scan = launch::scan(guard);
+        let scan = self.scan(guard);
         auditor.baseline(&scan);
         self.remember(&scan);
         let tmp = std::env::temp_dir();
@@ -439,7 +473,7 @@ impl Session {
             return vec![];
         }
         let mut auditor = self.auditor.borrow_mut();
-        let mut now = launch::scan(guard);
+        let mut now = self.scan(guard);
         // First what changes which directories are git dirs; then, on the tree as it is
         // without those, everything else: a new `commondir` would otherwise make the new
         // files beside it git's data (exempt from denyWrite) or git config to judge.
@@ -465,13 +499,13 @@ impl Session {
                 ));
                 break;
             }
-            now = launch::scan(guard);
+            now = self.scan(guard);
         }
         let rest = auditor.after(&now);
         let moved = rest.iter().any(|f| f.moved_to.is_some());
         findings.extend(rest);
         // What the audit moved aside is gone: scan again only if it moved anything.
-        self.remember(&if moved { launch::scan(guard) } else { now });
+        self.remember(&if moved { self.scan(guard) } else { now });
         findings
     }
 
@@ -546,7 +580,13 @@ impl Session {
     /// The effective configuration, each value with the file it came from.
     pub fn describe(&self) -> String {
         let state = self.state.as_ref().map(|l| (&l.config, &l.guard));
-        crate::report::describe(&self.options.env.cwd, state)
+        let mut out = crate::report::describe(&self.options.env.cwd, state);
+        let _ = writeln!(
+            out,
+            "\nBash's index of the writable trees: {}",
+            self.index_status()
+        );
+        out
     }
 }
 

@@ -169,6 +169,8 @@ async function prepare(world, script, env) {
     TMPDIR: world.tmp,
     PI_OFFLINE: "1",
     PI_TELEMETRY: "0",
+    // Every answer of bash's index is checked against a full walk (a difference fails the call).
+    PI_SANDBOX_INDEX_VERIFY: "1",
     PATH: [fd, process.env.PATH].filter(Boolean).join(":"),
     ...env,
   };

@@ -331,28 +331,112 @@ fn fingerprint(path: &Path, meta: &std::fs::Metadata) -> Vec<u8> {
 pub fn scan_protected(guard: &Guard, roots: &[PathBuf]) -> Scan {
     let mut scan = Scan::default();
     let mut git = GitDirCache::default();
-    // Protected files with more than one name: only these can have a writable second name.
-    let mut linked_inodes: HashMap<(u64, u64), PathBuf> = HashMap::new();
-    let roots: Vec<PathBuf> = roots
-        .iter()
-        .filter(|r| r.as_path() != Path::new("/tmp"))
-        .cloned()
-        .collect();
+    let roots = scan_roots(roots);
     for r in &roots {
         if git.is_git_dir(r) {
             scan.git_dirs.push(r.clone());
         }
     }
+    let mut protected = Vec::new();
+    let mut bound_whole = HashSet::new();
     walk(&roots, |path, file_type| {
-        if file_type.is_dir() && git.is_git_dir(path) {
+        let judged = judge(guard, &mut git, path, file_type);
+        if judged.git_dir {
             scan.git_dirs.push(path.to_path_buf());
         }
-        let mut is_git_dir = |p: &Path| guard.is_git_dir_for_writes(p, &mut git);
-        let Some(why) = guard.write_protection(path, &mut is_git_dir) else {
-            return Walk::Descend;
-        };
-        let Ok(meta) = std::fs::symlink_metadata(path) else {
+        if let Some(why) = judged.protection {
+            protected.push((path.to_path_buf(), why));
+        }
+        if judged.walk == Walk::Skip {
+            bound_whole.insert(path.to_path_buf());
+        }
+        judged.walk
+    });
+    let linked_inodes = record(&mut scan, &roots, guard, protected);
+    if linked_inodes.is_empty() {
+        return scan;
+    }
+    // Rare: a protected file has other names. Find those inside the writable trees (a name
+    // inside a directory bound read-only whole is read-only already).
+    walk(&roots, |path, file_type| {
+        if bound_whole.contains(path) {
             return Walk::Skip;
+        }
+        if file_type.is_file() {
+            if let Ok(meta) = std::fs::symlink_metadata(path) {
+                if let Some(of) = linked_inodes.get(&(meta.dev(), meta.ino())) {
+                    hard_link(&mut scan, path, of);
+                }
+            }
+        }
+        Walk::Descend
+    });
+    scan
+}
+
+/// The roots a scan walks: bash's writable trees, less the private /tmp.
+pub(crate) fn scan_roots(roots: &[PathBuf]) -> Vec<PathBuf> {
+    roots
+        .iter()
+        .filter(|r| r.as_path() != Path::new("/tmp"))
+        .cloned()
+        .collect()
+}
+
+/// How the scan treats one entry of the writable trees.
+pub(crate) struct Judged {
+    /// It is a directory git would use as a git dir.
+    pub git_dir: bool,
+    /// Why the guard keeps it read-only, if it does.
+    pub protection: Option<Protection>,
+    /// Whether the walk goes below it (a protected directory is bound whole).
+    pub walk: Walk,
+}
+
+/// Judges `path` (of type `file_type`, from its directory listing) as the scan does.
+pub(crate) fn judge(
+    guard: &Guard,
+    git: &mut GitDirCache,
+    path: &Path,
+    file_type: std::fs::FileType,
+) -> Judged {
+    let git_dir = file_type.is_dir() && git.is_git_dir(path);
+    let mut is_git_dir = |p: &Path| guard.is_git_dir_for_writes(p, git);
+    let Some(why) = guard.write_protection(path, &mut is_git_dir) else {
+        return Judged {
+            git_dir,
+            protection: None,
+            walk: Walk::Descend,
+        };
+    };
+    let audit_only = matches!(&why, Protection::Surface(h) if h.entry.keep == Keep::Audit);
+    let walk = if file_type.is_dir() && !audit_only {
+        Walk::Skip
+    } else {
+        Walk::Descend
+    };
+    Judged {
+        git_dir,
+        protection: Some(why),
+        walk,
+    }
+}
+
+/// Adds what the protected paths `protected` (as `judge` found them) mean to `scan`: each
+/// path, a protected link's target, the audit's fingerprints. Returns the inodes of protected
+/// files with several names, each with the protected name (for `hard_link`).
+pub(crate) fn record(
+    scan: &mut Scan,
+    roots: &[PathBuf],
+    guard: &Guard,
+    protected: Vec<(PathBuf, Protection)>,
+) -> HashMap<(u64, u64), PathBuf> {
+    // Protected files with more than one name: only these can have a writable second name.
+    let mut linked_inodes: HashMap<(u64, u64), PathBuf> = HashMap::new();
+    for (path, why) in protected {
+        let path = path.as_path();
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
+            continue;
         };
         let audit_only = matches!(&why, Protection::Surface(h) if h.entry.keep == Keep::Audit);
         collect_linked_inodes(path, &meta, usize::MAX, &mut linked_inodes);
@@ -403,16 +487,10 @@ pub fn scan_protected(guard: &Guard, roots: &[PathBuf]) -> Scan {
         };
         if audit_only {
             scan.audited.push(found);
-            return Walk::Descend;
-        }
-        scan.protected.push(found);
-        // A protected directory is bound whole; what is inside is covered.
-        if meta.is_dir() {
-            Walk::Skip
         } else {
-            Walk::Descend
+            scan.protected.push(found);
         }
-    });
+    }
     // Hard links to the table's fixed places too (a workspace file that is also ~/.bashrc);
     // their top levels only: pi's session transcripts are many and never linked by pi.
     for (p, _) in guard.anchors().fixed_paths() {
@@ -420,32 +498,26 @@ pub fn scan_protected(guard: &Guard, roots: &[PathBuf]) -> Scan {
             collect_linked_inodes(p, &meta, 2, &mut linked_inodes);
         }
     }
-    if linked_inodes.is_empty() {
-        return scan;
-    }
-    // Rare: a protected file has other names. Find those inside the writable trees.
-    walk(&roots, |path, file_type| {
-        if file_type.is_file() {
-            if let Ok(meta) = std::fs::symlink_metadata(path) {
-                if let Some(of) = linked_inodes.get(&(meta.dev(), meta.ino())) {
-                    if of != path {
-                        let found = Found {
-                            why: Protection::HardLink { of: of.clone() },
-                            path: path.to_path_buf(),
-                            fingerprint: Vec::new(),
-                        };
-                        scan.second_names.push(found.clone());
-                        scan.protected.push(found);
-                    }
-                }
-            }
-        }
-        Walk::Descend
-    });
-    scan
+    linked_inodes
 }
 
-enum Walk {
+/// Records `path`, another name of the protected file `of`, unless it is `of` itself.
+pub(crate) fn hard_link(scan: &mut Scan, path: &Path, of: &Path) {
+    if of != path {
+        let found = Found {
+            why: Protection::HardLink {
+                of: of.to_path_buf(),
+            },
+            path: path.to_path_buf(),
+            fingerprint: Vec::new(),
+        };
+        scan.second_names.push(found.clone());
+        scan.protected.push(found);
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Walk {
     Descend,
     Skip,
 }
@@ -485,7 +557,13 @@ fn collect_linked_inodes(
     out: &mut HashMap<(u64, u64), PathBuf>,
 ) {
     if meta.is_file() && meta.nlink() > 1 {
+        // The least name, whatever the order of the walk: the scan and the index agree.
         out.entry((meta.dev(), meta.ino()))
+            .and_modify(|p| {
+                if path < p.as_path() {
+                    *p = path.to_path_buf();
+                }
+            })
             .or_insert_with(|| path.to_path_buf());
     } else if meta.is_dir() && depth > 0 {
         for e in std::fs::read_dir(path).into_iter().flatten().flatten() {
