@@ -79,6 +79,7 @@ struct Tree {
     /// The roots' own git-dir test and inode, to notice them change.
     root_state: Vec<(bool, Option<(u64, u64)>)>,
     nodes: BTreeMap<PathBuf, Node>,
+    /// For each directory the scan goes into: the names in it that are nodes.
     children: HashMap<PathBuf, HashSet<OsString>>,
     #[cfg(target_os = "linux")]
     watcher: Watcher,
@@ -301,21 +302,23 @@ impl Tree {
             let Ok(file_type) = entry.file_type() else {
                 continue;
             };
-            names.insert(entry.file_name());
-            self.judge_entry(&entry.path(), file_type, git, seen)?;
+            if self.judge_entry(&entry.path(), file_type, git, seen)? {
+                names.insert(entry.file_name());
+            }
         }
         self.children.insert(dir.to_path_buf(), names);
         Ok(true)
     }
 
-    /// Judges one entry and, for a directory the scan goes into, walks it.
+    /// Judges one entry and, for a directory the scan goes into, walks it. True if the entry
+    /// is kept as a node (a plain file with one name is not: it contributes nothing).
     fn judge_entry(
         &mut self,
         path: &Path,
         file_type: std::fs::FileType,
         git: &mut GitDirCache,
         seen: &mut HashSet<PathBuf>,
-    ) -> Result<(), Lost> {
+    ) -> Result<bool, Lost> {
         let judged = mounts::judge(&self.guard, git, path, file_type);
         let meta = if file_type.is_dir() || file_type.is_file() {
             std::fs::symlink_metadata(path).ok()
@@ -345,10 +348,11 @@ impl Tree {
             protection: judged.protection,
             multi,
         };
-        if node.dir.is_some() || node.protection.is_some() || node.multi.is_some() {
+        let kept = node.dir.is_some() || node.protection.is_some() || node.multi.is_some();
+        if kept {
             self.nodes.insert(path.to_path_buf(), node);
         }
-        Ok(())
+        Ok(kept)
     }
 
     /// Adds a watch on `dir`; false if it cannot be read (the full scan skips it too).
@@ -524,9 +528,6 @@ impl Tree {
                 }
                 continue;
             };
-            if let Some(c) = self.children.get_mut(dir) {
-                c.insert(name);
-            }
             let before = self.nodes.get(&path).cloned();
             let judged = mounts::judge(&self.guard, git, &path, file_type);
             let meta = std::fs::symlink_metadata(&path).ok();
@@ -544,7 +545,14 @@ impl Tree {
                 continue; // its own events cover what is inside
             }
             self.forget(&path);
-            self.judge_entry(&path, file_type, git, seen)?;
+            let kept = self.judge_entry(&path, file_type, git, seen)?;
+            if let Some(c) = self.children.get_mut(dir) {
+                if kept {
+                    c.insert(name);
+                } else {
+                    c.remove(&name);
+                }
+            }
         }
         Ok(())
     }
