@@ -1,13 +1,19 @@
-// Benchmark (not a test): what sandboxing costs one bash command.
+// Benchmark (not a test): what sandboxing costs one bash command, by repository size.
+// In generated git repositories of 1,000, 100,000 and 1,000,000 files (1,000 per directory),
+// side by side, interleaved so that machine noise hits all alike:
 //   A. bare `bash -c true`
-//   B. bare bwrap with the same mounts the sandbox builds, by path, run directly:
-//      bwrap <mounts> -- bash -l <script>, the script on fd 3
-//   C. the full pipeline as the extension runs it: prepareBash("true") (policy, scan, mount
-//      plan, mount sources opened), bwrap spawned directly with its fds, then the audit
-// Medians over many runs, interleaved so that machine noise hits all of them alike.
-//   node bench/bash-bench.mjs [--quick]
-import { spawnSync } from "node:child_process";
-import { closeSync, mkdirSync, mkdtempSync, openSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+//   B. bare bwrap with the same mounts ours builds, by path, the script on fd 3
+//   C. ours, as the extension runs it: prepareBashAsync("true") (policy, the index's answer,
+//      mount plan, mount sources opened), bwrap spawned directly with its fds, finishAsync()
+//      (the audit)
+//   D. @anthropic-ai/sandbox-runtime 0.0.78: SandboxManager.wrapWithSandbox("true"), then the
+//      wrapped command through `bash -c`, then cleanupAfterCommand()
+// Also the index's build time (the first command waits for it) and the process's memory
+// growth for it. Medians; ratios against B of the same size.
+//   node bench/bash-bench.mjs [--quick]        (--quick: 1,000 and 100,000 files, fewer runs)
+//   PI_SANDBOX_BENCH_SIZES=1000,1000000 node bench/bash-bench.mjs
+import { execFileSync, spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync, openSync, closeSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -15,87 +21,130 @@ import { fileURLToPath } from "node:url";
 const require = createRequire(import.meta.url);
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const { Sandbox } = require(path.join(repo, "index.js"));
-const RUNS = process.argv.includes("--quick") ? 15 : 61;
+const { SandboxManager } = await import("@anthropic-ai/sandbox-runtime");
+const quick = process.argv.includes("--quick");
+const RUNS = quick ? 11 : 31;
+const SIZES = (process.env.PI_SANDBOX_BENCH_SIZES ?? (quick ? "1000,100000" : "1000,100000,1000000")).split(",").map(Number);
+const PER_DIR = 1000;
 
 mkdirSync(path.join(repo, ".bench"), { recursive: true });
-const root = realpathSync(mkdtempSync(path.join(repo, ".bench", "bash-")));
-// A throwaway home without shell profiles: the login shell's own start-up files are the
-// user's cost, not the sandbox's.
-const home = path.join(root, "home");
-const agentDir = path.join(home, ".pi", "agent");
-const cwd = path.join(root, "proj");
-const tmp = path.join(root, "tmp");
-for (const d of [path.join(home, ".ssh"), agentDir, path.join(cwd, "src"), tmp]) mkdirSync(d, { recursive: true });
-for (let i = 0; i < 200; i++) writeFileSync(path.join(cwd, "src", `f${i}.ts`), "");
-const env = { ...process.env, HOME: home, PI_CODING_AGENT_DIR: agentDir, TMPDIR: tmp };
-process.env.TMPDIR = tmp;
-const sandbox = Sandbox.load({ cwd, home, agentDir, approvalMode: "ask" });
-if (sandbox.error) throw new Error(sandbox.error.message);
-
-const first = sandbox.prepareBash("true", "off");
-if (first.verdict !== "sandboxed") throw new Error(`no sandbox: ${first.reason}`);
-// The same mounts by path, the script on fd 3: what bwrap costs without us.
-const bareScript = path.join(root, "bare-script.sh");
-writeFileSync(bareScript, "true");
-const bareArgs = [];
-const shown = first.shown;
-for (let i = 0; i < shown.length; i++) {
-  const a = shown[i];
-  if (a === "--bind-fd" || a === "--ro-bind-fd") {
-    const p = shown[i + 2];
-    bareArgs.push(a === "--bind-fd" ? "--bind" : "--ro-bind", p, p);
-    i += 2;
-  } else if (a === "--ro-bind-data") {
-    bareArgs.push(a, "3", shown[i + 2]);
-    i += 2;
-  } else bareArgs.push(a);
-}
-const bwrapProgram = first.program;
-first.finish();
-
-function time(fn) {
-  const t0 = process.hrtime.bigint();
-  const r = fn();
-  if (r.status !== 0) throw new Error(`exit ${r.status}: ${r.stderr}`);
-  return Number(process.hrtime.bigint() - t0) / 1e6;
-}
-const cases = {
-  "bash -c true": () => spawnSync("bash", ["-c", "true"], { cwd, env }),
-  "bare bwrap, same mounts": () => {
-    const fd = openSync(bareScript, "r");
-    try {
-      return spawnSync(bwrapProgram, bareArgs, { cwd, env, stdio: ["ignore", "pipe", "pipe", fd] });
-    } finally {
-      closeSync(fd);
-    }
-  },
-  "sandboxed (prepare + run + audit)": () => {
-    const p = sandbox.prepareBash("true", "off");
-    try {
-      return spawnSync(p.program, p.args, { cwd, env, stdio: ["ignore", "pipe", "pipe", ...p.fds] });
-    } finally {
-      p.finish(); // and the audit
-    }
-  },
-};
-const samples = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
-for (let i = 0; i < 3; i++) for (const fn of Object.values(cases)) time(fn); // warm-up
-for (let i = 0; i < RUNS; i++) for (const [k, fn] of Object.entries(cases)) samples[k].push(time(fn));
-const prep = [];
-for (let i = 0; i < RUNS; i++) {
-  const t0 = process.hrtime.bigint();
-  const p = sandbox.prepareBash("true", "off");
-  prep.push(Number(process.hrtime.bigint() - t0) / 1e6);
-  p.finish();
-}
-rmSync(root, { recursive: true, force: true });
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const ref = median(samples["bare bwrap, same mounts"]);
-console.log(`one command, median of ${RUNS} interleaved runs (ms); target: sandboxed ≤ 1.2× bare bwrap\n`);
-console.log("| command | median ms | × bare bwrap |");
-console.log("|---|---:|---:|");
-for (const [k, xs] of Object.entries(samples)) {
-  console.log(`| ${k} | ${median(xs).toFixed(2)} | ${(median(xs) / ref).toFixed(2)} |`);
+
+/** Runs a child to its end; resolves with its exit code. */
+function run(program, args, options) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(program, args, { stdio: ["ignore", "ignore", "pipe"], ...options });
+    let stderr = "";
+    child.stderr?.on("data", (d) => (stderr += d));
+    child.on("error", reject);
+    child.on("close", (code) => (code === 0 ? resolve(code) : reject(new Error(`${program}: exit ${code}: ${stderr}`))));
+  });
 }
-console.log(`\nprepareBash alone (policy + scan of 200 files + mount plan + mount sources opened): median ${median(prep).toFixed(2)} ms`);
+
+async function time(fn) {
+  const t0 = process.hrtime.bigint();
+  await fn();
+  return Number(process.hrtime.bigint() - t0) / 1e6;
+}
+
+/** The same mounts as `prepared`, by path, with the script on fd 3. */
+function bareArgsOf(prepared) {
+  const out = [];
+  const shown = prepared.shown;
+  for (let i = 0; i < shown.length; i++) {
+    const a = shown[i];
+    if (a === "--bind-fd" || a === "--ro-bind-fd") {
+      out.push(a === "--bind-fd" ? "--bind" : "--ro-bind", shown[i + 2], shown[i + 2]);
+      i += 2;
+    } else if (a === "--ro-bind-data") {
+      out.push(a, "3", shown[i + 2]);
+      i += 2;
+    } else out.push(a);
+  }
+  return out;
+}
+
+async function benchSize(files) {
+  const root = realpathSync(mkdtempSync(path.join(repo, ".bench", "bash-")));
+  try {
+    // A throwaway home without shell profiles: a login shell's start-up files are the user's
+    // cost, not the sandbox's.
+    const home = path.join(root, "home");
+    const agentDir = path.join(home, ".pi", "agent");
+    const cwd = path.join(root, "proj");
+    const tmp = path.join(root, "tmp");
+    for (const d of [path.join(home, ".ssh"), agentDir, cwd, tmp]) mkdirSync(d, { recursive: true });
+    execFileSync("git", ["init", "-q", cwd]);
+    const dirs = Math.ceil(files / PER_DIR);
+    const made = Date.now();
+    execFileSync("bash", ["-c", `cd "$1" && for d in $(seq 1 ${dirs}); do mkdir -p src/d$d && (cd src/d$d && seq -f 'f%g.ts' 1 ${Math.min(PER_DIR, files)} | xargs touch); done`, "_", cwd]);
+    const env = { ...process.env, HOME: home, PI_CODING_AGENT_DIR: agentDir, TMPDIR: tmp };
+    Object.assign(process.env, { HOME: home, TMPDIR: tmp });
+    process.chdir(cwd);
+    console.error(`${files} files made in ${((Date.now() - made) / 1000).toFixed(1)} s`);
+
+    const rssBefore = process.memoryUsage().rss;
+    const loadStart = performance.now();
+    const sandbox = await Sandbox.loadAsync({ cwd, home, agentDir, approvalMode: "ask" });
+    if (sandbox.error) throw new Error(sandbox.error.message);
+    const first = await sandbox.prepareBashAsync("true", "off");
+    const build = performance.now() - loadStart;
+    if (first.verdict !== "sandboxed") throw new Error(`no sandbox: ${first.reason}`);
+    const rss = process.memoryUsage().rss - rssBefore;
+    const bareArgs = bareArgsOf(first);
+    const bwrap = first.program;
+    await first.finishAsync();
+    const script = path.join(root, "bare-script.sh");
+    writeFileSync(script, "true");
+
+    await SandboxManager.initialize({
+      network: { allowedDomains: [], deniedDomains: [] },
+      filesystem: { denyRead: ["~/.ssh", "~/.aws", "~/.gnupg"], allowWrite: ["."], denyWrite: [".env", ".env.*", "*.pem", "*.key"] },
+    });
+    const cases = {
+      "bash -c true": () => run("bash", ["-c", "true"], { cwd, env }),
+      "bare bwrap, same mounts": async () => {
+        const fd = openSync(script, "r");
+        try {
+          await run(bwrap, bareArgs, { cwd, env, stdio: ["ignore", "ignore", "pipe", fd] });
+        } finally {
+          closeSync(fd);
+        }
+      },
+      "ours (prepare + run + audit)": async () => {
+        const p = await sandbox.prepareBashAsync("true", "off");
+        const child = run(p.program, p.args, { cwd, env, stdio: ["ignore", "ignore", "pipe", ...p.fds] });
+        p.release();
+        try {
+          await child;
+        } finally {
+          await p.finishAsync();
+        }
+      },
+      "sandbox-runtime 0.0.78": async () => {
+        const wrapped = await SandboxManager.wrapWithSandbox("true");
+        try {
+          await run("bash", ["-c", wrapped], { cwd, env });
+        } finally {
+          SandboxManager.cleanupAfterCommand();
+        }
+      },
+    };
+    const samples = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
+    for (let i = 0; i < 3; i++) for (const fn of Object.values(cases)) await time(fn); // warm-up
+    for (let i = 0; i < RUNS; i++) for (const [k, fn] of Object.entries(cases)) samples[k].push(await time(fn));
+    await SandboxManager.reset();
+    const ref = median(samples["bare bwrap, same mounts"]);
+    console.log(`\n${files.toLocaleString("en")} files — median of ${RUNS} interleaved runs (index: ${sandbox.indexStatus})\n`);
+    console.log("| command | median ms | × bare bwrap |");
+    console.log("|---|---:|---:|");
+    for (const [k, xs] of Object.entries(samples)) console.log(`| ${k} | ${median(xs).toFixed(2)} | ${(median(xs) / ref).toFixed(2)} |`);
+    console.log(`\nindex build (load + first prepare): ${build.toFixed(0)} ms; process memory +${(rss / 1048576).toFixed(1)} MiB`);
+  } finally {
+    process.chdir(repo);
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+for (const size of SIZES) await benchSize(size);
