@@ -61,6 +61,16 @@ export declare class Sandbox {
    * first if they changed. Null for tools the path guard does not cover.
    */
   checkTool(tool: string, input: any): JsToolDecision | null
+  /** `checkTool` off Node's main thread (a check may read the disk or wait for the index). */
+  checkToolAsync(tool: string, input: any): Promise<JsToolDecision | null>
+  /** `readFile` off Node's main thread. */
+  readFileAsync(path: string): Promise<Buffer>
+  /** `writeFile` off Node's main thread. */
+  writeFileAsync(path: string, content: string): Promise<void>
+  /** `accessFile` off Node's main thread. */
+  accessFileAsync(path: string, write?: boolean | undefined | null): Promise<void>
+  /** `mkdir` off Node's main thread. */
+  mkdirAsync(dir: string): Promise<void>
   /** pi's read tool backend: the file the guard judged, opened without following links. */
   readFile(path: string): Buffer
   /** pi's write and edit backend: replaces the judged file's content (UTF-8 text). */

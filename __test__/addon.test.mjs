@@ -230,3 +230,19 @@ test("one command at a time: its audit belongs to its handle, and a second waits
   assert.throws(() => s.prepareBashAsync("true", "sideways"), /unknown network mode "sideways"/);
   assert.throws(() => Sandbox.loadAsync({ cwd: "relative" }), /cwd must be absolute/);
 });
+
+test("the async file backends judge like the sync ones and reject with the same codes", async (t) => {
+  const w = world();
+  t.after(w.cleanup);
+  const s = w.load();
+  await assert.rejects(s.readFileAsync(path.join(w.home, ".ssh", "id_rsa")), (e) => e.code === "E_BLOCKED" && /denyRead entry '~\/\.ssh'/.test(e.message));
+  await assert.rejects(s.readFileAsync(path.join(w.cwd, "missing.txt")), (e) => e.code === "ENOENT");
+  await s.writeFileAsync(path.join(w.cwd, "src", "new.txt"), "written");
+  assert.equal(String(await s.readFileAsync("src/new.txt")), "written");
+  await assert.rejects(s.writeFileAsync(path.join(w.root, "outside", "x.txt"), "no"), (e) => e.code === "E_BLOCKED");
+  await s.mkdirAsync(path.join(w.cwd, "src", "made", "deeper"));
+  await s.accessFileAsync(path.join(w.cwd, "src", "new.txt"), true);
+  const d = await s.checkToolAsync("read", { path: "~/.ssh/id_rsa" });
+  assert.equal(d.decision.verdict, "deny");
+  assert.equal(await s.checkToolAsync("some_other_tool", {}), null);
+});

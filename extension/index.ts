@@ -60,18 +60,18 @@ function registerGuardedFileTools(pi: ExtensionAPI, cwd: string, backend: () => 
 		return b ? guarded(b) : plain();
 	};
 	const readOperations: ReadOperations = {
-		readFile: (p) => via<Buffer>((b) => b.readFile(p), () => fs.readFile(p)),
-		access: (p) => via((b) => b.accessFile(p, false), () => fs.access(p, fsConstants.R_OK)),
+		readFile: (p) => via<Buffer>((b) => b.readFileAsync(p), () => fs.readFile(p)),
+		access: (p) => via((b) => b.accessFileAsync(p, false), () => fs.access(p, fsConstants.R_OK)),
 		detectImageMimeType: async (p) => imageMimeType(await readOperations.readFile(p)),
 	};
 	const writeOperations: WriteOperations = {
-		writeFile: (p, content) => via((b) => b.writeFile(p, content), () => fs.writeFile(p, content, "utf-8")),
-		mkdir: (dir) => via((b) => b.mkdir(dir), () => fs.mkdir(dir, { recursive: true }).then(() => undefined)),
+		writeFile: (p, content) => via((b) => b.writeFileAsync(p, content), () => fs.writeFile(p, content, "utf-8")),
+		mkdir: (dir) => via((b) => b.mkdirAsync(dir), () => fs.mkdir(dir, { recursive: true }).then(() => undefined)),
 	};
 	const editOperations: EditOperations = {
 		readFile: readOperations.readFile,
 		writeFile: writeOperations.writeFile,
-		access: (p) => via((b) => b.accessFile(p, true), () => fs.access(p, fsConstants.R_OK | fsConstants.W_OK)),
+		access: (p) => via((b) => b.accessFileAsync(p, true), () => fs.access(p, fsConstants.R_OK | fsConstants.W_OK)),
 	};
 	const definitions: ToolDefinition<any, any, any>[] = [
 		createReadToolDefinition(cwd, { autoResizeImages, operations: readOperations }),
@@ -276,7 +276,7 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		if (!addon) return { block: true, reason: addonLoadFailure(addonError) };
 		const s = await session(ctx);
 		if (!s) return { block: true, reason: addonLoadFailure(addonError) };
-		const answer = s.checkTool(event.toolName, event.input);
+		const answer = await s.checkToolAsync(event.toolName, event.input);
 		if (!answer) return undefined;
 		const { decision } = answer;
 		if (decision.verdict === "prompt") {

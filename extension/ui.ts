@@ -4,8 +4,8 @@ import type { JsCapability, JsDecision, Sandbox } from "../index.js";
 
 export type SandboxHandle = Sandbox;
 export type SandboxAddon = typeof import("../index.js");
-/** What pi's read, write and edit tools open files through. */
-export type FileBackend = Pick<Sandbox, "readFile" | "writeFile" | "accessFile" | "mkdir">;
+/** What pi's read, write and edit tools open files through (off Node's main thread). */
+export type FileBackend = Pick<Sandbox, "readFileAsync" | "writeFileAsync" | "accessFileAsync" | "mkdirAsync">;
 
 export function addonLoadFailure(cause: string | undefined): string {
 	return (

@@ -65,6 +65,7 @@ impl Commands {
             slot.outstanding = Some(id);
             (id, std::mem::take(&mut slot.audit_due))
         };
+        self.wait_for_index();
         let mut session = self.session();
         if audit_due {
             // An abandoned command's findings are neutralised; blocking ones stay blocking.
@@ -85,7 +86,17 @@ impl Commands {
         if !self.take(ticket) {
             return vec![];
         }
+        self.wait_for_index();
         self.session().audit_after_command()
+    }
+
+    /// Waits for the session's index to be built with the session unlocked: meanwhile pi's
+    /// main thread can still read the mode, the status and the report.
+    fn wait_for_index(&self) {
+        let index = self.session().index();
+        if let Some(index) = index {
+            index.wait_ready();
+        }
     }
 
     /// The ticket's command will not be finished (its handle is gone): audit before the next.

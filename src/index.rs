@@ -39,7 +39,7 @@ pub enum Status {
 impl std::fmt::Display for Status {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Status::Building => write!(f, "building (the first command waits for it)"),
+            Status::Building => write!(f, "being built (a command waits for it)"),
             Status::Ready { dirs } => write!(f, "current ({dirs} directories watched)"),
             Status::FullScans(why) => write!(f, "full scan for every command: {why}"),
         }
@@ -141,13 +141,30 @@ impl Index {
         self.shared.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Waits until the first build is done (a query would wait for it too; this lets a caller
+    /// wait without holding its own locks).
+    pub fn wait_ready(&self) {
+        let (lock, ready) = &*self.shared;
+        let mut state = lock.lock().unwrap_or_else(|e| e.into_inner());
+        while matches!(*state, State::Building) {
+            state = ready.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
     /// How often a query had to rebuild the index.
     pub fn rebuilds(&self) -> usize {
         self.rebuilds.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Never waits: pi's main thread shows it.
     pub fn status(&self) -> Status {
-        match &*self.lock() {
+        let state = match self.shared.0.try_lock() {
+            Ok(state) => state,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            // A query holds it (rarely long: a rebuild after an overflow).
+            Err(std::sync::TryLockError::WouldBlock) => return Status::Building,
+        };
+        match &*state {
             State::Building => Status::Building,
             State::Ready(t) => Status::Ready {
                 dirs: t.watched_dirs(),

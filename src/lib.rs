@@ -342,6 +342,73 @@ impl Task for PrepareTask {
     }
 }
 
+/// One session call on libuv's thread pool. Its errors reject the promise with the same
+/// `code` (`E_BLOCKED`, `ENOENT`, ...) the synchronous call throws.
+pub struct SessionTask<T> {
+    commands: Arc<Commands>,
+    call: Option<SessionCall<T>>,
+}
+
+type SessionCall<T> = Box<dyn FnOnce(&mut Session) -> napi::Result<T, String> + Send>;
+
+impl<T> SessionTask<T> {
+    fn new(
+        commands: &Arc<Commands>,
+        call: impl FnOnce(&mut Session) -> napi::Result<T, String> + Send + 'static,
+    ) -> AsyncTask<SessionTask<T>>
+    where
+        SessionTask<T>: Task,
+    {
+        AsyncTask::new(SessionTask {
+            commands: commands.clone(),
+            call: Some(Box::new(call)),
+        })
+    }
+}
+
+impl<T> Task for SessionTask<T>
+where
+    T: napi::bindgen_prelude::ToNapiValue + napi::bindgen_prelude::TypeName + Send + 'static,
+{
+    type Output = Result<T, (String, String)>;
+    type JsValue = T;
+
+    fn compute(&mut self) -> napi::Result<Self::Output> {
+        let call = self.call.take().expect("computed once");
+        let commands = self.commands.clone();
+        guarded(move || {
+            let mut session = commands.session();
+            call(&mut session).map_err(|e| (e.status, e.reason))
+        })
+    }
+
+    fn resolve(&mut self, env: napi::Env, output: Self::Output) -> napi::Result<T> {
+        output.map_err(|(code, message)| {
+            // Rejected with a JS error carrying our code, as the synchronous call throws.
+            let js = napi::JsError::from(js_error(&code, message)).into_unknown(env);
+            Error::from(js)
+        })
+    }
+}
+
+/// A path as pi's tools hand it over (absolute already; relative ones against the cwd).
+fn session_path(session: &Session, path: &str) -> napi::Result<PathBuf, String> {
+    let env = session.env();
+    absolute(path, &env.cwd, &env.home)
+}
+
+fn tool_decision(c: crate::tools::ToolCheck) -> JsToolDecision {
+    let (patch_key, patch_value) = match c.patch {
+        Some((k, v)) => (Some(k), Some(v)),
+        None => (None, None),
+    };
+    JsToolDecision {
+        decision: c.decision.into(),
+        patch_key,
+        patch_value,
+    }
+}
+
 pub struct LoadTask {
     options: Option<Options>,
 }
@@ -477,9 +544,7 @@ impl Sandbox {
 
     /// A path as pi's tools hand it over (absolute already; relative ones against the cwd).
     fn tool_path(&self, path: &str) -> napi::Result<PathBuf, String> {
-        let session = self.commands.session();
-        let env = session.env();
-        absolute(path, &env.cwd, &env.home)
+        session_path(&self.commands.session(), path)
     }
 
     /// Decides a read or write of `path` (relative paths resolve against the session cwd).
@@ -506,17 +571,68 @@ impl Sandbox {
     /// first if they changed. Null for tools the path guard does not cover.
     #[napi(catch_unwind)]
     pub fn check_tool(&mut self, tool: String, input: Value) -> Option<JsToolDecision> {
-        self.commands.session().refresh();
-        self.commands.session().check_tool(&tool, &input).map(|c| {
-            let (patch_key, patch_value) = match c.patch {
-                Some((k, v)) => (Some(k), Some(v)),
-                None => (None, None),
-            };
-            JsToolDecision {
-                decision: c.decision.into(),
-                patch_key,
-                patch_value,
-            }
+        let mut session = self.commands.session();
+        session.refresh();
+        session.check_tool(&tool, &input).map(tool_decision)
+    }
+
+    /// `checkTool` off Node's main thread (a check may read the disk or wait for the index).
+    #[napi(ts_return_type = "Promise<JsToolDecision | null>")]
+    pub fn check_tool_async(
+        &self,
+        tool: String,
+        input: Value,
+    ) -> AsyncTask<SessionTask<Option<JsToolDecision>>> {
+        SessionTask::new(&self.commands, move |session| {
+            session.refresh();
+            Ok(session.check_tool(&tool, &input).map(tool_decision))
+        })
+    }
+
+    /// `readFile` off Node's main thread.
+    #[napi(ts_return_type = "Promise<Buffer>")]
+    pub fn read_file_async(
+        &self,
+        path: String,
+    ) -> AsyncTask<SessionTask<napi::bindgen_prelude::Buffer>> {
+        SessionTask::new(&self.commands, move |session| {
+            let p = session_path(session, &path)?;
+            session.read_file(&p).map(Into::into).map_err(file_op_error)
+        })
+    }
+
+    /// `writeFile` off Node's main thread.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn write_file_async(&self, path: String, content: String) -> AsyncTask<SessionTask<()>> {
+        SessionTask::new(&self.commands, move |session| {
+            let p = session_path(session, &path)?;
+            session
+                .write_file(&p, content.as_bytes())
+                .map_err(file_op_error)
+        })
+    }
+
+    /// `accessFile` off Node's main thread.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn access_file_async(
+        &self,
+        path: String,
+        write: Option<bool>,
+    ) -> AsyncTask<SessionTask<()>> {
+        SessionTask::new(&self.commands, move |session| {
+            let p = session_path(session, &path)?;
+            session
+                .access_file(&p, write.unwrap_or(false))
+                .map_err(file_op_error)
+        })
+    }
+
+    /// `mkdir` off Node's main thread.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn mkdir_async(&self, dir: String) -> AsyncTask<SessionTask<()>> {
+        SessionTask::new(&self.commands, move |session| {
+            let p = session_path(session, &dir)?;
+            session.mkdir(&p).map_err(file_op_error)
         })
     }
 

@@ -208,6 +208,11 @@ impl Session {
         }
     }
 
+    /// The index, to wait for its build without holding the session (see `Commands`).
+    pub fn index(&self) -> Option<Index> {
+        self.index.clone()
+    }
+
     /// How bash finds what to protect: the index's state, or why there is none.
     pub fn index_status(&self) -> String {
         match &self.index {
