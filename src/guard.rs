@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 
@@ -172,8 +173,58 @@ struct Rule {
 struct RuleSet {
     rules: Vec<Rule>,
     literal: HashMap<PathBuf, usize>,
-    basename: Option<(GlobSet, Vec<usize>)>,
-    fullpath: Option<(GlobSet, Vec<usize>)>,
+    basename: Option<(Arc<CompiledGlobs>, Vec<usize>)>,
+    fullpath: Option<(Arc<CompiledGlobs>, Vec<usize>)>,
+}
+
+/// Globs compiled into one `GlobSet` on a thread of their own: loading a config parses every
+/// pattern (a bad one is an error naming its entry) without waiting for the set, which takes
+/// most of the time with thousands of patterns; a decision made before the set is ready
+/// waits for it.
+#[derive(Debug)]
+struct CompiledGlobs {
+    /// The set, or the rule a decision names when it could not be compiled (it matches
+    /// every path: fail closed).
+    set: OnceLock<Result<GlobSet, Rule>>,
+    pending: Mutex<Option<GlobSetBuilder>>,
+}
+
+impl CompiledGlobs {
+    fn start(builder: GlobSetBuilder) -> Arc<CompiledGlobs> {
+        let globs = Arc::new(CompiledGlobs {
+            set: OnceLock::new(),
+            pending: Mutex::new(Some(builder)),
+        });
+        let background = globs.clone();
+        // Without a thread, the first decision compiles them.
+        let _ = std::thread::Builder::new()
+            .name("pi-sandbox-globs".into())
+            .spawn(move || {
+                let _ = background.get();
+            });
+        globs
+    }
+
+    fn get(&self) -> Result<&GlobSet, &Rule> {
+        self.set
+            .get_or_init(|| {
+                let builder = self
+                    .pending
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take();
+                let why = match builder.map(|b| b.build()) {
+                    Some(Ok(set)) => return Ok(set),
+                    Some(Err(e)) => e.to_string(),
+                    None => "compiled twice".into(),
+                };
+                Err(Rule {
+                    label: format!("denyWrite patterns (they could not be compiled: {why})"),
+                    source: Source::Mandatory.to_string(),
+                })
+            })
+            .as_ref()
+    }
 }
 
 struct RuleSetBuilder {
@@ -216,14 +267,15 @@ impl RuleSetBuilder {
         self.fullpath.1.push(i);
     }
 
-    fn build(mut self) -> Result<RuleSet, globset::Error> {
+    /// The set; its globs compile in the background (see `CompiledGlobs`).
+    fn build(mut self) -> RuleSet {
         if !self.basename.1.is_empty() {
-            self.set.basename = Some((self.basename.0.build()?, self.basename.1));
+            self.set.basename = Some((CompiledGlobs::start(self.basename.0), self.basename.1));
         }
         if !self.fullpath.1.is_empty() {
-            self.set.fullpath = Some((self.fullpath.0.build()?, self.fullpath.1));
+            self.set.fullpath = Some((CompiledGlobs::start(self.fullpath.0), self.fullpath.1));
         }
-        Ok(self.set)
+        self.set
     }
 }
 
@@ -236,6 +288,11 @@ impl RuleSet {
     /// `first_match`, leaving out the ancestors strictly below `exempt` (a directory whose
     /// contents the rules do not apply to; the directory itself still counts).
     fn first_match_outside(&self, path: &Path, exempt: Option<&Path>) -> Option<&Rule> {
+        for (globs, _) in self.basename.iter().chain(&self.fullpath) {
+            if let Err(failed) = globs.get() {
+                return Some(failed);
+            }
+        }
         let mut best: Option<usize> = None;
         let mut keep = |i: usize| {
             if best.is_none_or(|b| i < b) {
@@ -247,14 +304,18 @@ impl RuleSet {
             if let Some(&i) = self.literal.get(ancestor) {
                 keep(i);
             }
-            if let (Some((set, idx)), Some(name)) = (&self.basename, ancestor.file_name()) {
-                for m in set.matches(name) {
-                    keep(idx[m]);
+            if let (Some((globs, idx)), Some(name)) = (&self.basename, ancestor.file_name()) {
+                if let Ok(set) = globs.get() {
+                    for m in set.matches(name) {
+                        keep(idx[m]);
+                    }
                 }
             }
-            if let Some((set, idx)) = &self.fullpath {
-                for m in set.matches(ancestor) {
-                    keep(idx[m]);
+            if let Some((globs, idx)) = &self.fullpath {
+                if let Ok(set) = globs.get() {
+                    for m in set.matches(ancestor) {
+                        keep(idx[m]);
+                    }
                 }
             }
         }
@@ -295,18 +356,19 @@ pub struct Guard {
     enabled: Sourced<bool>,
     mode: Sourced<Mode>,
     approval: ApprovalMode,
-    deny_read: RuleSet,
-    deny_write: RuleSet,
+    // Shared, not copied, by the clones (the index thread keeps one): thousands of rules.
+    deny_read: Arc<RuleSet>,
+    deny_write: Arc<RuleSet>,
     /// pi's control surface (`protected::TABLE`) anchored for this session.
     anchors: Anchors,
     allow_write: Vec<DirRule>,
     /// Git dirs that hold an allowWrite entry (`allowWrite: [".git/objects/info"]`).
     git_dirs_around_allow_write: Vec<PathBuf>,
     /// Canonical denyRead paths, for recursive tools.
-    deny_read_paths: Vec<DirRule>,
+    deny_read_paths: Arc<[DirRule]>,
     /// denyWrite as globs over canonical absolute paths (name patterns stay bare), for OS
     /// layers that take patterns (macOS).
-    deny_write_globs: Vec<String>,
+    deny_write_globs: Arc<[String]>,
 }
 
 impl Guard {
@@ -335,6 +397,8 @@ impl Guard {
 
         // denyRead: paths (directories or files). Globs are refused: the OS layer can only
         // mask paths, and one policy must mean the same thing in both layers.
+        // Rules share directories: resolve each once.
+        let mut canon = paths::Canonicalizer::default();
         let mut deny_read = RuleSetBuilder::default();
         let mut deny_read_paths = Vec::new();
         for raw in &config.deny_read.value {
@@ -346,7 +410,7 @@ impl Guard {
                     "denyRead takes directories or files, not patterns; list the path itself (patterns belong in denyWrite)".into(),
                 ));
             }
-            let path = paths::resolve(raw, &env.home, &env.cwd)?;
+            let path = canon.resolve(raw, &env.home, &env.cwd)?;
             let source = config.deny_read.source.to_string();
             deny_read.literal(
                 path.clone(),
@@ -385,11 +449,11 @@ impl Guard {
                 deny_write.basename_glob(compile_glob(trimmed).map_err(bad)?, rule);
                 deny_write_globs.push(trimmed.to_string());
             } else if !has_glob_chars(trimmed) {
-                let path = paths::resolve(trimmed, &env.home, &env.cwd)?;
+                let path = canon.resolve(trimmed, &env.home, &env.cwd)?;
                 deny_write_globs.push(globset::escape(&path.to_string_lossy()));
                 deny_write.literal(path, rule);
             } else {
-                let anchored = anchor_pattern(trimmed, &env)?;
+                let anchored = anchor_pattern(trimmed, &env, &mut canon)?;
                 deny_write.path_glob(compile_glob(&anchored).map_err(bad)?, rule);
                 deny_write_globs.push(anchored);
             }
@@ -407,7 +471,7 @@ impl Guard {
                 ));
             }
             allow_write.push(DirRule {
-                path: paths::resolve(raw, &env.home, &env.cwd)?,
+                path: canon.resolve(raw, &env.home, &env.cwd)?,
                 raw: raw.clone(),
                 source: config.allow_write.source.to_string(),
             });
@@ -431,22 +495,14 @@ impl Guard {
             .collect();
         let anchors = Anchors::new(&env.home, &env.agent_dir, env.session_dir.as_deref());
 
-        let build = |b: RuleSetBuilder, key: &str, source: &Source| {
-            b.build()
-                .map_err(|e| rule_err(key, "", source, format!("not a valid glob: {e}")))
-        };
         Ok(Guard {
-            deny_read: build(deny_read, "filesystem.denyRead", &config.deny_read.source)?,
-            deny_write: build(
-                deny_write,
-                "filesystem.denyWrite",
-                &config.deny_write.source,
-            )?,
+            deny_read: Arc::new(deny_read.build()),
+            deny_write: Arc::new(deny_write.build()),
             anchors,
             allow_write,
             git_dirs_around_allow_write,
-            deny_read_paths,
-            deny_write_globs,
+            deny_read_paths: deny_read_paths.into(),
+            deny_write_globs: deny_write_globs.into(),
             enabled: config.enabled.clone(),
             mode: config.mode.clone(),
             approval,
@@ -988,7 +1044,11 @@ pub fn is_env_file(path: &Path) -> bool {
 
 /// Anchors a path pattern: `~/` and `/` are absolute, `**/` matches anywhere, anything else
 /// is relative to the project root. Literal prefixes are canonicalised and glob-escaped.
-fn anchor_pattern(pattern: &str, env: &Env) -> Result<String, PathError> {
+fn anchor_pattern(
+    pattern: &str,
+    env: &Env,
+    canon: &mut paths::Canonicalizer,
+) -> Result<String, PathError> {
     if pattern.starts_with("**") {
         return Ok(pattern.to_string());
     }
@@ -1010,7 +1070,7 @@ fn anchor_pattern(pattern: &str, env: &Env) -> Result<String, PathError> {
             rest.push(part);
         }
     }
-    let literal = paths::canonicalize(&literal)?;
+    let literal = canon.canonicalize(&literal)?;
     let mut out = globset::escape(&literal.to_string_lossy());
     for part in rest {
         if !out.ends_with('/') {
