@@ -375,11 +375,11 @@ impl Tree {
     /// Adds a watch on `dir`; false if it cannot be read (the full scan skips it too).
     fn watch(&mut self, dir: &Path) -> Result<bool, Lost> {
         use inotify::WatchMask as M;
+        // No MODIFY: what a path contributes never depends on its content (the audit reads
+        // the content of what it compares at each query); ATTRIB brings link-count changes.
         let mask = M::CREATE
             | M::DELETE
-            | M::MODIFY
             | M::ATTRIB
-            | M::CLOSE_WRITE
             | M::MOVED_FROM
             | M::MOVED_TO
             | M::DELETE_SELF

@@ -113,9 +113,15 @@ function gitInitWithCommit(w, dir) {
   git(w, "-C", dir, "commit", "-qm", "init");
 }
 
+/** Writes `file`, unless an earlier random step made a directory of that name (or its parent
+ *  a file): the tree keeps what is there. */
 function write(file, text = "content\n") {
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  fs.writeFileSync(file, text);
+  try {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, text);
+  } catch (e) {
+    if (!["EISDIR", "ENOTDIR", "EEXIST"].includes(e.code)) throw e;
+  }
 }
 
 // ---- random trees ------------------------------------------------------------------------
