@@ -535,15 +535,31 @@ impl Guard {
 
     /// Decides `op` on an already absolute path (canonicalised here).
     pub fn check(&self, op: Op, path: &Path) -> Decision {
-        self.run(op, path, Trace(None)).0
+        self.run(op, path, Trace(None), &|_| None).0
     }
 
     /// Decides and returns every rule consulted, in order.
     pub fn explain(&self, op: Op, path: &Path) -> (Decision, Vec<Step>) {
-        self.run(op, path, Trace(Some(Vec::new())))
+        self.run(op, path, Trace(Some(Vec::new())), &|_| None)
     }
 
-    fn run(&self, op: Op, path: &Path, mut steps: Trace) -> (Decision, Vec<Step>) {
+    /// `check` and `explain`, with `known` answering whether a directory is a git dir where
+    /// it can (an index kept current); None sends the question to the disk.
+    pub fn check_with(&self, op: Op, path: &Path, known: KnownGitDirs) -> Decision {
+        self.run(op, path, Trace(None), known).0
+    }
+
+    pub fn explain_with(&self, op: Op, path: &Path, known: KnownGitDirs) -> (Decision, Vec<Step>) {
+        self.run(op, path, Trace(Some(Vec::new())), known)
+    }
+
+    fn run(
+        &self,
+        op: Op,
+        path: &Path,
+        mut steps: Trace,
+        known: KnownGitDirs,
+    ) -> (Decision, Vec<Step>) {
         let (canonical, through) = match paths::canonicalize_traced(path) {
             Ok(p) => p,
             Err(e) => {
@@ -562,7 +578,7 @@ impl Guard {
                 return (d, steps.0.unwrap_or_default());
             }
         };
-        let d = self.decide(op, &canonical, &mut steps);
+        let d = self.decide(op, &canonical, &mut steps, known);
         let d = self.through_denied_dir(d, &through, &mut steps);
         (d, steps.0.unwrap_or_default())
     }
@@ -602,7 +618,7 @@ impl Guard {
         }
     }
 
-    fn decide(&self, op: Op, path: &Path, steps: &mut Trace) -> Decision {
+    fn decide(&self, op: Op, path: &Path, steps: &mut Trace, known: KnownGitDirs) -> Decision {
         let shown = path.display();
         let make = |verdict, rule: String, source: String, reason: String| Decision {
             verdict,
@@ -655,7 +671,7 @@ impl Guard {
                         ),
                     );
                 }
-                self.decide_write(path, steps, make)
+                self.decide_write(path, steps, known, make)
             }
         }
     }
@@ -731,12 +747,20 @@ impl Guard {
         &self,
         path: &Path,
         steps: &mut Trace,
+        known: KnownGitDirs,
         make: impl Fn(Verdict, String, String, String) -> Decision,
     ) -> Decision {
         let shown = path.display();
-        // Both questions below ask about the same ancestors: answer each once.
+        // Both questions below ask about the same ancestors: answer each once, from `known`
+        // where it can.
         let mut git_dirs = protected::GitDirCache::default();
-        let mut is_git_dir = |p: &Path| self.is_git_dir_for_writes(p, &mut git_dirs);
+        let mut is_git_dir = |p: &Path| {
+            if self.allow_write_root(p).is_some() {
+                known(p).unwrap_or_else(|| git_dirs.is_git_dir(p))
+            } else {
+                self.is_git_dir_for_writes(p, &mut git_dirs)
+            }
+        };
         let surface = self.control_surface(path, &mut is_git_dir);
         steps.push(|| Step {
             rule: "pi control surface".into(),
@@ -991,6 +1015,9 @@ impl Guard {
         &self.anchors
     }
 }
+
+/// Whether a directory is a git dir, where the caller knows (None: ask the disk).
+pub type KnownGitDirs<'a> = &'a dyn Fn(&Path) -> Option<bool>;
 
 /// Why a path stays read-only in bash.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -21,7 +21,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 
-use crate::guard::{Guard, Protection};
+use crate::guard::{Guard, KnownGitDirs, Protection};
 use crate::platform::mounts::{self, Scan, Walk};
 use crate::protected::GitDirCache;
 
@@ -75,6 +75,8 @@ type Wd = inotify::WatchDescriptor;
 
 struct Tree {
     guard: Guard,
+    /// Set when an update between queries found the index unusable: the next query rebuilds.
+    lost: Option<Lost>,
     roots: Vec<PathBuf>,
     /// The roots' own git-dir test and inode, to notice them change.
     root_state: Vec<(bool, Option<(u64, u64)>)>,
@@ -139,6 +141,40 @@ impl Index {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.shared.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `f` with what the index knows of git dirs, brought up to date first; while it is
+    /// being built or cannot be trusted, `f` is told nothing (the disk answers).
+    pub fn with_git_dirs<R>(&self, f: impl FnOnce(KnownGitDirs) -> R) -> R {
+        let mut state = self.lock();
+        let State::Ready(tree) = &mut *state else {
+            return f(&|_| None);
+        };
+        if tree.lost.is_some() {
+            return f(&|_| None);
+        }
+        if let Err(lost) = tree.update() {
+            tree.lost = Some(lost);
+            return f(&|_| None);
+        }
+        let tree: &Tree = tree;
+        if verify_requested() {
+            return f(&|dir| {
+                let known = tree.git_dir(dir);
+                if let Some(k) = known {
+                    let disk = crate::protected::is_git_dir_on_disk(dir);
+                    assert_eq!(
+                        k,
+                        disk,
+                        "the index says {} is{} a git dir; the disk says otherwise",
+                        dir.display(),
+                        if k { "" } else { " not" }
+                    );
+                }
+                known
+            });
+        }
+        f(&|dir| tree.git_dir(dir))
     }
 
     /// Waits until the first build is done (a query would wait for it too; this lets a caller
@@ -267,6 +303,12 @@ impl Tree {
     fn query(&mut self, _roots: &[PathBuf]) -> Result<Scan, Lost> {
         Err(Lost::Abandon("no file watcher on this platform yet".into()))
     }
+    fn update(&mut self) -> Result<(), Lost> {
+        Err(Lost::Abandon("no file watcher on this platform yet".into()))
+    }
+    fn git_dir(&self, _dir: &Path) -> Option<bool> {
+        None
+    }
 }
 
 #[cfg(target_os = "linux")]
@@ -276,6 +318,7 @@ impl Tree {
         let roots = mounts::scan_roots(&mounts::writable_roots(&guard));
         let mut git = GitDirCache::default();
         let mut tree = Tree {
+            lost: None,
             root_state: root_state(&mut git, &roots),
             guard,
             roots: roots.clone(),
@@ -581,12 +624,34 @@ impl Tree {
         if roots != self.roots {
             return Err(Lost::Rebuild("the writable trees changed".into()));
         }
+        if let Some(lost) = self.lost.take() {
+            return Err(lost);
+        }
+        self.update()?;
+        Ok(self.assemble(roots, &mut GitDirCache::default()))
+    }
+
+    /// Applies what happened since the last update.
+    fn update(&mut self) -> Result<(), Lost> {
         let mut git = GitDirCache::default();
-        if root_state(&mut git, roots) != self.root_state {
-            return Err(Lost::Rebuild("a writable tree was replaced".into()));
+        // A root that did not exist has no watch: look for it each time. The others report
+        // their own changes (below).
+        for (root, (_, inode)) in self.roots.iter().zip(&self.root_state) {
+            if inode.is_none() && std::fs::symlink_metadata(root).is_ok() {
+                return Err(Lost::Rebuild("a writable tree was created".into()));
+            }
         }
         let dirty = self.dirty()?;
         let mut seen = HashSet::new();
+        for (dir, _) in &dirty {
+            // A root replaced, moved, or made (or unmade) a git dir: judged anew whole.
+            if let Some(i) = self.roots.iter().position(|r| r == dir) {
+                let now = root_state(&mut git, std::slice::from_ref(dir));
+                if now[0] != self.root_state[i] {
+                    return Err(Lost::Rebuild("a writable tree was replaced".into()));
+                }
+            }
+        }
         for (dir, names) in &dirty {
             // A directory whose own git-dir test changed is walked again whole: what is
             // below it is judged differently now.
@@ -602,7 +667,16 @@ impl Tree {
                 _ => self.rejudge(dir, names.as_ref(), &mut git, &mut seen)?,
             }
         }
-        Ok(self.assemble(roots, &mut git))
+        Ok(())
+    }
+
+    /// Whether `dir` is a git dir, if the index knows it (a root, or a directory the walk
+    /// reached); None otherwise.
+    fn git_dir(&self, dir: &Path) -> Option<bool> {
+        if let Some(i) = self.roots.iter().position(|r| r == dir) {
+            return Some(self.root_state[i].0);
+        }
+        self.nodes.get(dir).and_then(|n| n.dir).map(|d| d.git_dir)
     }
 
     fn assemble(&self, roots: &[PathBuf], git: &mut GitDirCache) -> Scan {
@@ -642,37 +716,10 @@ fn why_lost(l: Lost) -> String {
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
+    use super::tests_support::*;
     use super::*;
     use std::fs;
     use std::os::unix::fs::symlink;
-
-    struct World {
-        _t: tempfile::TempDir,
-        root: PathBuf,
-        guard: Guard,
-    }
-
-    fn world() -> World {
-        let t = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
-        let root = fs::canonicalize(t.path()).unwrap();
-        let env = crate::config::Env::under(&root);
-        fs::create_dir_all(&env.cwd).unwrap();
-        fs::create_dir_all(root.join("outside/stash/.pi")).unwrap();
-        let cfg = crate::config::merge(&env.auth_json(), &[]).unwrap();
-        let guard = Guard::new(&cfg, &env, crate::guard::ApprovalMode::Ask).unwrap();
-        World { _t: t, root, guard }
-    }
-
-    /// The index's answer, which must be the full scan's.
-    fn check(index: &Index, w: &World, step: &str) {
-        let roots = mounts::scan_roots(&mounts::writable_roots(&w.guard));
-        let full = mounts::scan_protected(&w.guard, &roots);
-        assert_eq!(
-            comparable(&index.scan(&w.guard)),
-            comparable(&full),
-            "after: {step}"
-        );
-    }
 
     #[test]
     fn the_index_follows_every_change_to_the_tree() {
@@ -686,6 +733,11 @@ mod tests {
             matches!(index.status(), Status::Ready { .. }),
             "{}",
             index.status()
+        );
+        // it answers for what it walked (the disk is asked for the rest)
+        assert_eq!(
+            index.with_git_dirs(|known| known(&p("src/deep"))),
+            Some(false)
         );
         type Step<'a> = (&'a str, Box<dyn Fn() + 'a>);
         let steps: Vec<Step> = vec![
@@ -808,5 +860,78 @@ mod tests {
         fs::create_dir_all(cwd.join("many/sub/.pi")).unwrap();
         check(&index, &w, "after the rebuild");
         assert_eq!(index.rebuilds(), 1);
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod root_tests {
+    use super::tests_support::*;
+    use super::*;
+
+    #[test]
+    fn a_root_that_changes_what_it_is_rebuilds_the_index() {
+        let w = world();
+        let cwd = w.guard.env().cwd.clone();
+        let index = Index::start(&w.guard);
+        check(&index, &w, "build");
+        // the project itself becomes a git dir (objects and refs appear in it)
+        std::fs::create_dir_all(cwd.join("objects")).unwrap();
+        std::fs::create_dir_all(cwd.join("refs")).unwrap();
+        std::fs::create_dir_all(cwd.join("hooks")).unwrap();
+        check(&index, &w, "root made a git dir");
+        assert_eq!(index.rebuilds(), 1);
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests_support {
+    use super::*;
+    use std::fs;
+
+    pub struct World {
+        pub _t: tempfile::TempDir,
+        pub root: PathBuf,
+        pub guard: Guard,
+    }
+
+    pub fn world() -> World {
+        let t = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let root = fs::canonicalize(t.path()).unwrap();
+        let env = crate::config::Env::under(&root);
+        fs::create_dir_all(&env.cwd).unwrap();
+        fs::create_dir_all(root.join("outside/stash/.pi")).unwrap();
+        let cfg = crate::config::merge(&env.auth_json(), &[]).unwrap();
+        let guard = Guard::new(&cfg, &env, crate::guard::ApprovalMode::Ask).unwrap();
+        World { _t: t, root, guard }
+    }
+
+    /// The index's answer, which must be the full scan's; and what it says of git dirs, which
+    /// must be what the disk says.
+    pub fn check(index: &Index, w: &World, step: &str) {
+        let mut dirs = vec![w.guard.env().cwd.clone()];
+        let mut i = 0;
+        while i < dirs.len() {
+            for e in fs::read_dir(&dirs[i]).into_iter().flatten().flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    dirs.push(e.path());
+                }
+            }
+            i += 1;
+        }
+        index.with_git_dirs(|known| {
+            for d in &dirs {
+                if let Some(k) = known(d) {
+                    let disk = crate::protected::is_git_dir_on_disk(d);
+                    assert_eq!(k, disk, "after: {step}: git dir {}", d.display());
+                }
+            }
+        });
+        let roots = mounts::scan_roots(&mounts::writable_roots(&w.guard));
+        let full = mounts::scan_protected(&w.guard, &roots);
+        assert_eq!(
+            comparable(&index.scan(&w.guard)),
+            comparable(&full),
+            "after: {step}"
+        );
     }
 }

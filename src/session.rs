@@ -321,7 +321,14 @@ impl Session {
 
     pub fn check(&self, op: Op, path: &Path) -> Decision {
         match self.guard() {
-            Some(g) => self.second_name_check(g, g.check(op, path)),
+            Some(g) => {
+                let d = match &self.index {
+                    // Which directories are git dirs, from the index where it knows.
+                    Some(index) => index.with_git_dirs(|known| g.check_with(op, path, known)),
+                    None => g.check(op, path),
+                };
+                self.second_name_check(g, d)
+            }
             None => self.refused(op, path),
         }
     }
@@ -329,7 +336,10 @@ impl Session {
     pub fn explain(&self, op: Op, path: &Path) -> (Decision, Vec<Step>) {
         match self.guard() {
             Some(g) => {
-                let (d, mut steps) = g.explain(op, path);
+                let (d, mut steps) = match &self.index {
+                    Some(index) => index.with_git_dirs(|known| g.explain_with(op, path, known)),
+                    None => g.explain(op, path),
+                };
                 let checked = self.second_name_check(g, d.clone());
                 if checked != d {
                     steps.push(Step {
