@@ -323,9 +323,12 @@ impl Session {
         match self.guard() {
             Some(g) => {
                 let d = match &self.index {
-                    // Which directories are git dirs, from the index where it knows.
-                    Some(index) => index.with_git_dirs(|known| g.check_with(op, path, known)),
-                    None => g.check(op, path),
+                    // Which directories are git dirs (a write's question), from the index
+                    // where it knows.
+                    Some(index) if op == Op::Write => {
+                        index.with_git_dirs(|known| g.check_with(op, path, known))
+                    }
+                    _ => g.check(op, path),
                 };
                 self.second_name_check(g, d)
             }
@@ -357,10 +360,18 @@ impl Session {
     /// Checks a pi tool call; `None` when the tool is not a guarded file tool.
     pub fn check_tool(&self, tool: &str, input: &Value) -> Option<ToolCheck> {
         match self.guard() {
-            Some(g) => tools::check_tool(g, tool, input, &self.options.env.home).map(|mut c| {
-                c.decision = self.second_name_check(g, c.decision);
-                c
-            }),
+            Some(g) => {
+                let home = &self.options.env.home;
+                let checked = match &self.index {
+                    Some(index) => index
+                        .with_git_dirs(|known| tools::check_tool_with(g, tool, input, home, known)),
+                    None => tools::check_tool(g, tool, input, home),
+                };
+                checked.map(|mut c| {
+                    c.decision = self.second_name_check(g, c.decision);
+                    c
+                })
+            }
             None if tools::GUARDED_TOOLS.contains(&tool) => Some(ToolCheck {
                 decision: self.refused(Op::Read, &self.options.env.cwd),
                 patch: None,

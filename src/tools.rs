@@ -7,7 +7,7 @@ use std::path::Path;
 use globset::GlobBuilder;
 use serde_json::Value;
 
-use crate::guard::{ApprovalMode, Decision, Guard, Op, Verdict};
+use crate::guard::{ApprovalMode, Decision, Guard, KnownGitDirs, Op, Verdict};
 use crate::paths;
 
 /// rg glob that keeps env files out of grep results (rg's globs without `/` match names).
@@ -25,6 +25,18 @@ pub const GUARDED_TOOLS: &[&str] = &["read", "write", "edit", "grep", "find", "l
 
 /// Checks one call of a built-in file tool. `None` for tools the path guard does not cover.
 pub fn check_tool(guard: &Guard, tool: &str, input: &Value, home: &Path) -> Option<ToolCheck> {
+    check_tool_with(guard, tool, input, home, &|_| None)
+}
+
+/// `check_tool`, with `known` answering which directories are git dirs where it can (see
+/// `Guard::check_with`).
+pub fn check_tool_with(
+    guard: &Guard,
+    tool: &str,
+    input: &Value,
+    home: &Path,
+    known: KnownGitDirs,
+) -> Option<ToolCheck> {
     if !GUARDED_TOOLS.contains(&tool) {
         return None;
     }
@@ -65,11 +77,11 @@ pub fn check_tool(guard: &Guard, tool: &str, input: &Value, home: &Path) -> Opti
     };
     let check = match tool {
         "read" | "ls" => plain(guard.check(Op::Read, &path)),
-        "write" => plain(guard.check(Op::Write, &path)),
+        "write" => plain(guard.check_with(Op::Write, &path, known)),
         // edit shows the old text back in its diff: it reads as well as writes.
         "edit" => {
             let read = guard.check(Op::Read, &path);
-            let write = guard.check(Op::Write, &path);
+            let write = guard.check_with(Op::Write, &path, known);
             plain(match (read.verdict, write.verdict) {
                 (Verdict::Deny, _) => read,
                 (_, Verdict::Deny) => write,
