@@ -122,12 +122,11 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		}
 		return s;
 	};
+	/** The sandbox loaded last, or pi's start directory's (tools and bash outside a ctx). */
+	const sessionSandbox = (): Promise<SandboxHandle> => (loaded ? loaded.sandbox : sandboxFor(startCwd));
 	/** The sandbox loaded last, if any (for notes after a command). */
 	let current: SandboxHandle | undefined;
-	const fileTools = registerGuardedFileTools(pi, startCwd, async () => {
-		if (disabledByFlag()) return undefined;
-		return loaded ? loaded.sandbox : sandboxFor(startCwd);
-	});
+	const fileTools = registerGuardedFileTools(pi, startCwd, async () => (disabledByFlag() ? undefined : sessionSandbox()));
 	// The tools the path guard covers, as the core lists them; without the core, the file
 	// tools registered here are blocked.
 	const guarded = new Set(addon ? addon.guardedTools() : fileTools);
@@ -175,7 +174,7 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		if (!addon) return new Error(addonLoadFailure(addonError));
 		let prepared: PreparedCommand;
 		try {
-			const s = await (loaded ? loaded.sandbox : sandboxFor(startCwd));
+			const s = await sessionSandbox();
 			current ??= s;
 			prepared = await s.prepareBashAsync(command, network());
 		} catch (e) {

@@ -125,10 +125,7 @@ impl Index {
         let spawned = std::thread::Builder::new()
             .name("pi-sandbox-index".into())
             .spawn(move || {
-                let state = match Tree::build(guard) {
-                    Ok(t) => State::Ready(Box::new(t)),
-                    Err(why) => State::FullScans(why),
-                };
+                let state = State::built(guard);
                 let (lock, ready) = &*shared;
                 *lock.lock().unwrap_or_else(|e| e.into_inner()) = state;
                 ready.notify_all();
@@ -180,11 +177,17 @@ impl Index {
     /// Waits until the first build is done (a query would wait for it too; this lets a caller
     /// wait without holding its own locks).
     pub fn wait_ready(&self) {
+        drop(self.built());
+    }
+
+    /// The state, once the first build is done.
+    fn built(&self) -> std::sync::MutexGuard<'_, State> {
         let (lock, ready) = &*self.shared;
         let mut state = lock.lock().unwrap_or_else(|e| e.into_inner());
         while matches!(*state, State::Building) {
             state = ready.wait(state).unwrap_or_else(|e| e.into_inner());
         }
+        state
     }
 
     /// How often a query had to rebuild the index.
@@ -211,38 +214,44 @@ impl Index {
 
     /// What the scan would find now, for `guard` (waits while the index is being built).
     pub fn scan(&self, guard: &Guard) -> Scan {
-        let (lock, ready) = &*self.shared;
-        let mut state = lock.lock().unwrap_or_else(|e| e.into_inner());
-        while matches!(*state, State::Building) {
-            state = ready.wait(state).unwrap_or_else(|e| e.into_inner());
-        }
+        let mut state = self.built();
         let roots = mounts::scan_roots(&mounts::writable_roots(guard));
-        let outcome = match &mut *state {
-            State::Ready(tree) => tree.query(&roots),
-            State::FullScans(_) => return mounts::scan_protected(guard, &roots),
-            State::Building => unreachable!("waited above"),
+        let answer = |state: &mut State| match state {
+            State::Ready(tree) => Some(tree.query(&roots)),
+            _ => None,
         };
+        let mut outcome = answer(&mut state);
+        if let Some(Err(Lost::Rebuild(_))) = outcome {
+            // Rebuilt here, on the caller's (worker) thread: this query pays for it.
+            self.rebuilds
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            *state = State::built(guard.clone());
+            outcome = answer(&mut state);
+        }
         match outcome {
-            Ok(scan) => {
+            Some(Ok(scan)) => {
                 if verify_requested() {
                     verify(&scan, guard, &roots);
                 }
                 scan
             }
-            Err(Lost::Rebuild(_)) => {
-                // Rebuilt here, on the caller's (worker) thread: this query pays for it.
-                self.rebuilds
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                *state = match Tree::build(guard.clone()) {
-                    Ok(t) => State::Ready(Box::new(t)),
-                    Err(why) => State::FullScans(why),
-                };
-                mounts::scan_protected(guard, &roots)
-            }
-            Err(Lost::Abandon(why)) => {
+            Some(Err(Lost::Abandon(why))) => {
                 *state = State::FullScans(why);
                 mounts::scan_protected(guard, &roots)
             }
+            // No index, or one that could not follow even right after a rebuild (the next
+            // query tries again).
+            Some(Err(Lost::Rebuild(_))) | None => mounts::scan_protected(guard, &roots),
+        }
+    }
+}
+
+impl State {
+    /// A tree built now for `guard`'s writable trees, or why there is none.
+    fn built(guard: Guard) -> State {
+        match Tree::build(guard) {
+            Ok(t) => State::Ready(Box::new(t)),
+            Err(why) => State::FullScans(why),
         }
     }
 }
@@ -628,7 +637,7 @@ impl Tree {
             return Err(lost);
         }
         self.update()?;
-        Ok(self.assemble(roots, &mut GitDirCache::default()))
+        Ok(self.assemble(roots))
     }
 
     /// Applies what happened since the last update.
@@ -679,11 +688,12 @@ impl Tree {
         self.nodes.get(dir).and_then(|n| n.dir).map(|d| d.git_dir)
     }
 
-    fn assemble(&self, roots: &[PathBuf], git: &mut GitDirCache) -> Scan {
+    /// The scan from the nodes; the roots' own git-dir test is kept current by `update`.
+    fn assemble(&self, roots: &[PathBuf]) -> Scan {
         let mut scan = Scan::default();
-        for r in roots {
-            if git.is_git_dir(r) {
-                scan.git_dirs.push(r.clone());
+        for (root, (git_dir, _)) in roots.iter().zip(&self.root_state) {
+            if *git_dir {
+                scan.git_dirs.push(root.clone());
             }
         }
         let mut protected = Vec::new();

@@ -422,6 +422,25 @@ pub fn seatbelt(setup: &Setup, command: &str) -> Result<Launch, LaunchError> {
 mod tests {
     use super::*;
 
+    /// The default policy for `env` (laid out under `root`), and a temp dir under `root`.
+    fn default_guard(root: &Path, env: &crate::config::Env) -> (Guard, PathBuf) {
+        let cfg = crate::config::merge(&env.auth_json(), &[]).unwrap();
+        let guard = Guard::new(&cfg, env, crate::guard::ApprovalMode::Ask).unwrap();
+        let tmp = root.join("tmp");
+        std::fs::create_dir_all(&tmp).unwrap();
+        (guard, tmp)
+    }
+
+    fn setup<'a>(guard: &'a Guard, program: &'a str, tmp: &'a Path, scan: &'a Scan) -> Setup<'a> {
+        Setup {
+            guard,
+            program: Path::new(program),
+            network: Network::Off,
+            tmp_dir: tmp,
+            scan,
+        }
+    }
+
     #[test]
     fn options_are_nul_separated_bytes() {
         use std::os::unix::ffi::OsStrExt;
@@ -441,18 +460,9 @@ mod tests {
         let env = crate::config::Env::under(&root);
         std::fs::create_dir_all(env.cwd.join(".git/objects")).unwrap();
         std::fs::create_dir_all(env.cwd.join(".git/refs")).unwrap();
-        let cfg = crate::config::merge(&env.auth_json(), &[]).unwrap();
-        let guard = Guard::new(&cfg, &env, crate::guard::ApprovalMode::Ask).unwrap();
-        let tmp = root.join("tmp");
-        std::fs::create_dir_all(&tmp).unwrap();
+        let (guard, tmp) = default_guard(&root, &env);
         let found = scan(&guard);
-        let setup = Setup {
-            guard: &guard,
-            program: Path::new("/usr/bin/bwrap"),
-            network: Network::Off,
-            tmp_dir: &tmp,
-            scan: &found,
-        };
+        let setup = setup(&guard, "/usr/bin/bwrap", &tmp, &found);
         let l = bwrap(&setup, Command::Shell("echo 'hi' \\ $HOME")).unwrap();
         assert_eq!(l.args[..2], ["--args", "3"]);
         assert_eq!(l.args[2..], ["--", "bash", "-l", SCRIPT_INSIDE]);
@@ -495,18 +505,9 @@ mod tests {
         let env = crate::config::Env::under(&root);
         std::fs::create_dir_all(env.home.join(".ssh")).unwrap();
         std::fs::create_dir_all(&env.cwd).unwrap();
-        let cfg = crate::config::merge(&env.auth_json(), &[]).unwrap();
-        let guard = Guard::new(&cfg, &env, crate::guard::ApprovalMode::Ask).unwrap();
-        let tmp = root.join("tmp");
-        std::fs::create_dir_all(&tmp).unwrap();
+        let (guard, tmp) = default_guard(&root, &env);
         let found = scan(&guard);
-        let setup = Setup {
-            guard: &guard,
-            program: Path::new("/usr/bin/sandbox-exec"),
-            network: Network::Off,
-            tmp_dir: &tmp,
-            scan: &found,
-        };
+        let setup = setup(&guard, "/usr/bin/sandbox-exec", &tmp, &found);
         let l = seatbelt(&setup, "echo hi").unwrap();
         let profile_file = &l.temp_files[0];
         let profile = std::fs::read_to_string(profile_file).unwrap();

@@ -19,7 +19,7 @@ pub mod tools;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{AsyncTask, Task};
+use napi::bindgen_prelude::{AsyncTask, Buffer, Task};
 use napi::Error;
 use napi_derive::napi;
 use serde_json::Value;
@@ -220,10 +220,7 @@ impl PreparedCommand {
     #[napi(catch_unwind)]
     pub fn finish(&mut self) -> Vec<String> {
         self.discard();
-        match self.audit.take() {
-            Some((commands, ticket)) => strings(commands.finish(ticket)),
-            None => vec![],
-        }
+        audit(self.audit.take())
     }
 
     /// `finish`, with the audit off Node's main thread.
@@ -254,8 +251,16 @@ impl Drop for PreparedCommand {
     }
 }
 
-fn strings(findings: Vec<crate::audit::Finding>) -> Vec<String> {
-    findings.iter().map(|f| f.to_string()).collect()
+/// The audit of a ticket's command, one sentence per finding (none without a ticket).
+fn audit(ticket: Option<(Arc<Commands>, Ticket)>) -> Vec<String> {
+    match ticket {
+        Some((commands, ticket)) => commands
+            .finish(ticket)
+            .iter()
+            .map(|f| f.to_string())
+            .collect(),
+        None => vec![],
+    }
 }
 
 pub struct AuditTask {
@@ -267,11 +272,8 @@ impl Task for AuditTask {
     type JsValue = Vec<String>;
 
     fn compute(&mut self) -> napi::Result<Vec<String>> {
-        let audit = self.audit.take();
-        guarded(move || match audit {
-            Some((commands, ticket)) => strings(commands.finish(ticket)),
-            None => vec![],
-        })
+        let ticket = self.audit.take();
+        guarded(move || audit(ticket))
     }
 
     fn resolve(&mut self, _env: napi::Env, output: Vec<String>) -> napi::Result<Vec<String>> {
@@ -395,6 +397,35 @@ where
 fn session_path(session: &Session, path: &str) -> napi::Result<PathBuf, String> {
     let env = session.env();
     absolute(path, &env.cwd, &env.home)
+}
+
+// The session calls behind both the synchronous methods and their `...Async` twins.
+
+fn check_tool_on(session: &mut Session, tool: &str, input: &Value) -> Option<JsToolDecision> {
+    session.refresh();
+    session.check_tool(tool, input).map(tool_decision)
+}
+
+fn read_file_on(session: &Session, path: &str) -> napi::Result<Buffer, String> {
+    let p = session_path(session, path)?;
+    session.read_file(&p).map(Into::into).map_err(file_op_error)
+}
+
+fn write_file_on(session: &Session, path: &str, content: &str) -> napi::Result<(), String> {
+    let p = session_path(session, path)?;
+    session
+        .write_file(&p, content.as_bytes())
+        .map_err(file_op_error)
+}
+
+fn access_file_on(session: &Session, path: &str, write: bool) -> napi::Result<(), String> {
+    let p = session_path(session, path)?;
+    session.access_file(&p, write).map_err(file_op_error)
+}
+
+fn mkdir_on(session: &Session, dir: &str) -> napi::Result<(), String> {
+    let p = session_path(session, dir)?;
+    session.mkdir(&p).map_err(file_op_error)
 }
 
 fn tool_decision(c: crate::tools::ToolCheck) -> JsToolDecision {
@@ -571,9 +602,7 @@ impl Sandbox {
     /// first if they changed. Null for tools the path guard does not cover.
     #[napi(catch_unwind)]
     pub fn check_tool(&mut self, tool: String, input: Value) -> Option<JsToolDecision> {
-        let mut session = self.commands.session();
-        session.refresh();
-        session.check_tool(&tool, &input).map(tool_decision)
+        check_tool_on(&mut self.commands.session(), &tool, &input)
     }
 
     /// `checkTool` off Node's main thread (a check may read the disk or wait for the index).
@@ -584,31 +613,21 @@ impl Sandbox {
         input: Value,
     ) -> AsyncTask<SessionTask<Option<JsToolDecision>>> {
         SessionTask::new(&self.commands, move |session| {
-            session.refresh();
-            Ok(session.check_tool(&tool, &input).map(tool_decision))
+            Ok(check_tool_on(session, &tool, &input))
         })
     }
 
     /// `readFile` off Node's main thread.
     #[napi(ts_return_type = "Promise<Buffer>")]
-    pub fn read_file_async(
-        &self,
-        path: String,
-    ) -> AsyncTask<SessionTask<napi::bindgen_prelude::Buffer>> {
-        SessionTask::new(&self.commands, move |session| {
-            let p = session_path(session, &path)?;
-            session.read_file(&p).map(Into::into).map_err(file_op_error)
-        })
+    pub fn read_file_async(&self, path: String) -> AsyncTask<SessionTask<Buffer>> {
+        SessionTask::new(&self.commands, move |session| read_file_on(session, &path))
     }
 
     /// `writeFile` off Node's main thread.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn write_file_async(&self, path: String, content: String) -> AsyncTask<SessionTask<()>> {
         SessionTask::new(&self.commands, move |session| {
-            let p = session_path(session, &path)?;
-            session
-                .write_file(&p, content.as_bytes())
-                .map_err(file_op_error)
+            write_file_on(session, &path, &content)
         })
     }
 
@@ -620,58 +639,38 @@ impl Sandbox {
         write: Option<bool>,
     ) -> AsyncTask<SessionTask<()>> {
         SessionTask::new(&self.commands, move |session| {
-            let p = session_path(session, &path)?;
-            session
-                .access_file(&p, write.unwrap_or(false))
-                .map_err(file_op_error)
+            access_file_on(session, &path, write.unwrap_or(false))
         })
     }
 
     /// `mkdir` off Node's main thread.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn mkdir_async(&self, dir: String) -> AsyncTask<SessionTask<()>> {
-        SessionTask::new(&self.commands, move |session| {
-            let p = session_path(session, &dir)?;
-            session.mkdir(&p).map_err(file_op_error)
-        })
+        SessionTask::new(&self.commands, move |session| mkdir_on(session, &dir))
     }
 
     /// pi's read tool backend: the file the guard judged, opened without following links.
     #[napi(catch_unwind)]
-    pub fn read_file(&self, path: String) -> napi::Result<napi::bindgen_prelude::Buffer, String> {
-        let p = self.tool_path(&path)?;
-        self.commands
-            .session()
-            .read_file(&p)
-            .map(Into::into)
-            .map_err(file_op_error)
+    pub fn read_file(&self, path: String) -> napi::Result<Buffer, String> {
+        read_file_on(&self.commands.session(), &path)
     }
 
     /// pi's write and edit backend: replaces the judged file's content (UTF-8 text).
     #[napi(catch_unwind)]
     pub fn write_file(&self, path: String, content: String) -> napi::Result<(), String> {
-        let p = self.tool_path(&path)?;
-        self.commands
-            .session()
-            .write_file(&p, content.as_bytes())
-            .map_err(file_op_error)
+        write_file_on(&self.commands.session(), &path, &content)
     }
 
     /// pi's access check: readable (and writable when `write`), judged and opened the same way.
     #[napi(catch_unwind)]
     pub fn access_file(&self, path: String, write: Option<bool>) -> napi::Result<(), String> {
-        let p = self.tool_path(&path)?;
-        self.commands
-            .session()
-            .access_file(&p, write.unwrap_or(false))
-            .map_err(file_op_error)
+        access_file_on(&self.commands.session(), &path, write.unwrap_or(false))
     }
 
     /// pi's write creates the file's directory first; judged as a write of that directory.
     #[napi(catch_unwind)]
     pub fn mkdir(&self, dir: String) -> napi::Result<(), String> {
-        let p = self.tool_path(&dir)?;
-        self.commands.session().mkdir(&p).map_err(file_op_error)
+        mkdir_on(&self.commands.session(), &dir)
     }
 
     /// Re-reads the config files now.

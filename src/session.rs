@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::audit::{Auditor, Finding};
 use crate::config::{self, Config, ConfigError, Env, Mode, Source, MODE_HELP};
-use crate::guard::{ApprovalMode, Decision, Guard, GuardError, Op, Step, Verdict};
+use crate::guard::{ApprovalMode, Decision, Guard, GuardError, KnownGitDirs, Op, Step, Verdict};
 use crate::index::Index;
 use crate::launch::{self, Command, Launch, LaunchError};
 use crate::open::{self, OpenError};
@@ -208,6 +208,14 @@ impl Session {
         }
     }
 
+    /// Runs `f` with what the index knows of git dirs (nothing without an index).
+    fn with_git_dirs<R>(&self, f: impl FnOnce(KnownGitDirs) -> R) -> R {
+        match &self.index {
+            Some(index) => index.with_git_dirs(f),
+            None => f(&|_| None),
+        }
+    }
+
     /// The index, to wait for its build without holding the session (see `Commands`).
     pub fn index(&self) -> Option<Index> {
         self.index.clone()
@@ -322,13 +330,11 @@ impl Session {
     pub fn check(&self, op: Op, path: &Path) -> Decision {
         match self.guard() {
             Some(g) => {
-                let d = match &self.index {
-                    // Which directories are git dirs (a write's question), from the index
-                    // where it knows.
-                    Some(index) if op == Op::Write => {
-                        index.with_git_dirs(|known| g.check_with(op, path, known))
-                    }
-                    _ => g.check(op, path),
+                // Which directories are git dirs is a write's question: the index answers
+                // where it knows.
+                let d = match op {
+                    Op::Write => self.with_git_dirs(|known| g.check_with(op, path, known)),
+                    Op::Read => g.check(op, path),
                 };
                 self.second_name_check(g, d)
             }
@@ -339,10 +345,7 @@ impl Session {
     pub fn explain(&self, op: Op, path: &Path) -> (Decision, Vec<Step>) {
         match self.guard() {
             Some(g) => {
-                let (d, mut steps) = match &self.index {
-                    Some(index) => index.with_git_dirs(|known| g.explain_with(op, path, known)),
-                    None => g.explain(op, path),
-                };
+                let (d, mut steps) = self.with_git_dirs(|known| g.explain_with(op, path, known));
                 let checked = self.second_name_check(g, d.clone());
                 if checked != d {
                     steps.push(Step {
@@ -362,11 +365,8 @@ impl Session {
         match self.guard() {
             Some(g) => {
                 let home = &self.options.env.home;
-                let checked = match &self.index {
-                    Some(index) => index
-                        .with_git_dirs(|known| tools::check_tool_with(g, tool, input, home, known)),
-                    None => tools::check_tool(g, tool, input, home),
-                };
+                let checked =
+                    self.with_git_dirs(|known| tools::check_tool_with(g, tool, input, home, known));
                 checked.map(|mut c| {
                     c.decision = self.second_name_check(g, c.decision);
                     c
