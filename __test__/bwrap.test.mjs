@@ -318,3 +318,21 @@ test("a mount source swapped for a symlink after the plan was made cannot redire
   assert.deepEqual(readdirSync(elsewhere), [], "the writable bind followed the planted link");
   assert.match(r.stderr, /bwrap: /);
 });
+
+const missingTool = ["cargo", "make"].find((tool) => spawnSync(tool, ["--version"]).status !== 0);
+test("real work runs inside: cargo build, npm install, make, mktemp", { skip: missingTool && `needs ${missingTool}` }, (t) => {
+  const { w, run } = setup(t);
+  spawnSync("git", ["init", "-q", w.project]);
+  const r = run(
+    [
+      "set -e",
+      "cargo new --vcs none hello -q && (cd hello && cargo build -q --offline && ./target/debug/hello)",
+      "mkdir -p node/dep && (cd node/dep && npm init -y >/dev/null) && (cd node && npm init -y >/dev/null && npm install ./dep --offline --no-audit --no-fund >/dev/null && ls node_modules)",
+      "printf 'all:\\n\\t@echo made\\n' > Makefile && make",
+      "f=$(mktemp) && echo temp-ok > \"$f\" && cat \"$f\"",
+    ].join("\n"),
+  );
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  assert.match(r.stdout, /Hello, world!\ndep\nmade\ntemp-ok\n/, r.stderr);
+  assert.equal(existsSync(path.join(w.project, "hello", "target", "debug", "hello")), true);
+});
