@@ -4,16 +4,16 @@
 //! allowWrite containment → otherwise blocked. For a read: mode → denyRead → env files.
 //! Every decision names the rule that decided and where the rule came from.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
-use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::{Glob, GlobBuilder};
 
 use crate::config::{Config, Env, Mode, Source, Sourced};
 use crate::paths::{self, PathError};
 use crate::protected::{self, Anchors, Hit};
+use crate::rules::{Rule, RuleSet, RuleSetBuilder};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
@@ -158,171 +158,6 @@ impl From<PathError> for GuardError {
 
 // ---- rules -------------------------------------------------------------------------------
 
-#[derive(Debug, Clone)]
-struct Rule {
-    /// `denyRead entry '~/.ssh'`, `denyWrite pattern '*.pem'`, ...
-    label: String,
-    source: String,
-}
-
-/// A set of path rules matched against a canonical path *and each of its ancestors*, so a
-/// rule naming a directory covers everything below it. Literal paths are looked up in a hash
-/// map and globs in one `GlobSet`, so the cost per check grows with path depth, not with the
-/// number of rules.
-#[derive(Debug, Clone, Default)]
-struct RuleSet {
-    rules: Vec<Rule>,
-    literal: HashMap<PathBuf, usize>,
-    basename: Option<(Arc<CompiledGlobs>, Vec<usize>)>,
-    fullpath: Option<(Arc<CompiledGlobs>, Vec<usize>)>,
-}
-
-/// Globs compiled into one `GlobSet` on a thread of their own: loading a config parses every
-/// pattern (a bad one is an error naming its entry) without waiting for the set, which takes
-/// most of the time with thousands of patterns; a decision made before the set is ready
-/// waits for it.
-#[derive(Debug)]
-struct CompiledGlobs {
-    /// The set, or the rule a decision names when it could not be compiled (it matches
-    /// every path: fail closed).
-    set: OnceLock<Result<GlobSet, Rule>>,
-    pending: Mutex<Option<GlobSetBuilder>>,
-}
-
-impl CompiledGlobs {
-    fn start(builder: GlobSetBuilder) -> Arc<CompiledGlobs> {
-        let globs = Arc::new(CompiledGlobs {
-            set: OnceLock::new(),
-            pending: Mutex::new(Some(builder)),
-        });
-        let background = globs.clone();
-        // Without a thread, the first decision compiles them.
-        let _ = std::thread::Builder::new()
-            .name("pi-sandbox-globs".into())
-            .spawn(move || {
-                let _ = background.get();
-            });
-        globs
-    }
-
-    fn get(&self) -> Result<&GlobSet, &Rule> {
-        self.set
-            .get_or_init(|| {
-                let builder = self
-                    .pending
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .take();
-                let why = match builder.map(|b| b.build()) {
-                    Some(Ok(set)) => return Ok(set),
-                    Some(Err(e)) => e.to_string(),
-                    None => "compiled twice".into(),
-                };
-                Err(Rule {
-                    label: format!("denyWrite patterns (they could not be compiled: {why})"),
-                    source: Source::Mandatory.to_string(),
-                })
-            })
-            .as_ref()
-    }
-}
-
-struct RuleSetBuilder {
-    set: RuleSet,
-    basename: (GlobSetBuilder, Vec<usize>),
-    fullpath: (GlobSetBuilder, Vec<usize>),
-}
-
-impl Default for RuleSetBuilder {
-    fn default() -> Self {
-        RuleSetBuilder {
-            set: RuleSet::default(),
-            basename: (GlobSetBuilder::new(), Vec::new()),
-            fullpath: (GlobSetBuilder::new(), Vec::new()),
-        }
-    }
-}
-
-impl RuleSetBuilder {
-    fn push_rule(&mut self, rule: Rule) -> usize {
-        self.set.rules.push(rule);
-        self.set.rules.len() - 1
-    }
-
-    fn literal(&mut self, path: PathBuf, rule: Rule) {
-        let i = self.push_rule(rule);
-        // First rule wins when two entries name the same path.
-        self.set.literal.entry(path).or_insert(i);
-    }
-
-    fn basename_glob(&mut self, glob: Glob, rule: Rule) {
-        let i = self.push_rule(rule);
-        self.basename.0.add(glob);
-        self.basename.1.push(i);
-    }
-
-    fn path_glob(&mut self, glob: Glob, rule: Rule) {
-        let i = self.push_rule(rule);
-        self.fullpath.0.add(glob);
-        self.fullpath.1.push(i);
-    }
-
-    /// The set; its globs compile in the background (see `CompiledGlobs`).
-    fn build(mut self) -> RuleSet {
-        if !self.basename.1.is_empty() {
-            self.set.basename = Some((CompiledGlobs::start(self.basename.0), self.basename.1));
-        }
-        if !self.fullpath.1.is_empty() {
-            self.set.fullpath = Some((CompiledGlobs::start(self.fullpath.0), self.fullpath.1));
-        }
-        self.set
-    }
-}
-
-impl RuleSet {
-    /// The first rule (in config order) that matches `path` or one of its ancestors.
-    fn first_match(&self, path: &Path) -> Option<&Rule> {
-        self.first_match_outside(path, None)
-    }
-
-    /// `first_match`, leaving out the ancestors strictly below `exempt` (a directory whose
-    /// contents the rules do not apply to; the directory itself still counts).
-    fn first_match_outside(&self, path: &Path, exempt: Option<&Path>) -> Option<&Rule> {
-        for (globs, _) in self.basename.iter().chain(&self.fullpath) {
-            if let Err(failed) = globs.get() {
-                return Some(failed);
-            }
-        }
-        let mut best: Option<usize> = None;
-        let mut keep = |i: usize| {
-            if best.is_none_or(|b| i < b) {
-                best = Some(i);
-            }
-        };
-        let below_exempt = |a: &Path| exempt.is_some_and(|e| a != e && protected::is_under(a, e));
-        for ancestor in path.ancestors().skip_while(|a| below_exempt(a)) {
-            if let Some(&i) = self.literal.get(ancestor) {
-                keep(i);
-            }
-            if let (Some((globs, idx)), Some(name)) = (&self.basename, ancestor.file_name()) {
-                if let Ok(set) = globs.get() {
-                    for m in set.matches(name) {
-                        keep(idx[m]);
-                    }
-                }
-            }
-            if let Some((globs, idx)) = &self.fullpath {
-                if let Ok(set) = globs.get() {
-                    for m in set.matches(ancestor) {
-                        keep(idx[m]);
-                    }
-                }
-            }
-        }
-        best.map(|i| &self.rules[i])
-    }
-}
-
 fn has_glob_chars(s: &str) -> bool {
     s.contains(['*', '?', '[', '{'])
 }
@@ -413,7 +248,7 @@ impl Guard {
             let path = canon.resolve(raw, &env.home, &env.cwd)?;
             let source = config.deny_read.source.to_string();
             deny_read.literal(
-                path.clone(),
+                &path,
                 Rule {
                     label: format!("denyRead entry '{raw}'"),
                     source: source.clone(),
@@ -446,12 +281,12 @@ impl Guard {
             };
             let trimmed = raw.trim_end_matches('/');
             if !trimmed.contains('/') {
-                deny_write.basename_glob(compile_glob(trimmed).map_err(bad)?, rule);
+                deny_write.name_glob(compile_glob(trimmed).map_err(bad)?, rule);
                 deny_write_globs.push(trimmed.to_string());
             } else if !has_glob_chars(trimmed) {
                 let path = canon.resolve(trimmed, &env.home, &env.cwd)?;
                 deny_write_globs.push(globset::escape(&path.to_string_lossy()));
-                deny_write.literal(path, rule);
+                deny_write.literal(&path, rule);
             } else {
                 let anchored = anchor_pattern(trimmed, &env, &mut canon)?;
                 deny_write.path_glob(compile_glob(&anchored).map_err(bad)?, rule);
@@ -756,7 +591,7 @@ impl Guard {
         let mut git_dirs = protected::GitDirCache::default();
         let mut is_git_dir = |p: &Path| {
             if self.allow_write_root(p).is_some() {
-                known(p).unwrap_or_else(|| git_dirs.is_git_dir(p))
+                git_dirs.remembered(p, || known(p))
             } else {
                 self.is_git_dir_for_writes(p, &mut git_dirs)
             }

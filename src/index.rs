@@ -85,6 +85,9 @@ struct Tree {
     children: HashMap<PathBuf, HashSet<OsString>>,
     #[cfg(target_os = "linux")]
     watcher: Watcher,
+    /// Where events are read into; kept, since a query that finds none still reads once.
+    #[cfg(target_os = "linux")]
+    events: Box<[u8]>,
     #[cfg(target_os = "linux")]
     dirs: HashMap<Wd, PathBuf>,
     #[cfg(target_os = "linux")]
@@ -334,6 +337,7 @@ impl Tree {
             nodes: BTreeMap::new(),
             children: HashMap::new(),
             watcher,
+            events: vec![0u8; 64 * 1024].into_boxed_slice(),
             dirs: HashMap::new(),
             wd_of: HashMap::new(),
         };
@@ -493,9 +497,8 @@ impl Tree {
         let whole = |dirty: &mut HashMap<_, _>, dir: PathBuf| {
             dirty.insert(dir, None);
         };
-        let mut buffer = vec![0u8; 64 * 1024];
         loop {
-            let events = match self.watcher.read_events(&mut buffer) {
+            let events = match self.watcher.read_events(&mut self.events) {
                 Ok(events) => events,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) => return Err(Lost::Rebuild(format!("reading inotify events: {e}"))),

@@ -13,6 +13,7 @@ pub mod platform;
 pub mod policy;
 pub mod protected;
 pub mod report;
+pub mod rules;
 pub mod session;
 pub mod tools;
 

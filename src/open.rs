@@ -104,7 +104,11 @@ fn openat(
 
 /// Opens absolute `path` refusing symlinks in every component (ELOOP if one is there).
 #[cfg(target_os = "linux")]
-fn open_no_symlinks(path: &Path, flags: libc::c_int, mode: libc::mode_t) -> io::Result<OwnedFd> {
+pub(crate) fn open_no_symlinks(
+    path: &Path,
+    flags: libc::c_int,
+    mode: libc::mode_t,
+) -> io::Result<OwnedFd> {
     let c = cstring(path.as_os_str().as_bytes())?;
     // struct open_how from <linux/openat2.h> (libc's is non-exhaustive).
     #[repr(C)]
@@ -145,7 +149,11 @@ fn open_no_symlinks(path: &Path, flags: libc::c_int, mode: libc::mode_t) -> io::
 }
 
 #[cfg(not(target_os = "linux"))]
-fn open_no_symlinks(path: &Path, flags: libc::c_int, mode: libc::mode_t) -> io::Result<OwnedFd> {
+pub(crate) fn open_no_symlinks(
+    path: &Path,
+    flags: libc::c_int,
+    mode: libc::mode_t,
+) -> io::Result<OwnedFd> {
     open_by_walk(path, flags, mode)
 }
 

@@ -84,8 +84,13 @@ pub fn canonicalize(path: &Path) -> Result<PathBuf, PathError> {
             path: path.display().to_string(),
         });
     }
-    // Fast paths: let the kernel resolve an existing path, or the existing parent of a new
-    // file, in one open(O_PATH). Anything else takes the component walk below.
+    // Fast paths. Most paths hold no symlink at all: one open of the parent that refuses
+    // links proves the lexical form is the canonical one. Otherwise let the kernel resolve
+    // an existing path, or the existing parent of a new file, in one open(O_PATH). Anything
+    // else takes the component walk below.
+    if let Some(p) = link_free(path) {
+        return Ok(p);
+    }
     if let Some(p) = kernel_resolve(path) {
         return Ok(p);
     }
@@ -100,6 +105,38 @@ pub fn canonicalize(path: &Path) -> Result<PathBuf, PathError> {
         }
     }
     canonicalize_by_walk(path)
+}
+
+/// `path` itself when no component of it is a symlink (the last one may be missing), shown
+/// by opening its parent with every link refused and looking at the last name without
+/// following it. None when a link is there, or for `.`/`..` forms: the callers resolve those.
+fn link_free(path: &Path) -> Option<PathBuf> {
+    let mut components = path.components();
+    let Some(Component::Normal(name)) = components.next_back() else {
+        return None;
+    };
+    let parent = components.as_path();
+    if !path.is_absolute()
+        || !parent
+            .components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
+    {
+        return None;
+    }
+    let dir = crate::open::open_no_symlinks(parent, libc::O_PATH | libc::O_DIRECTORY, 0).ok()?;
+    if !name_is_not_a_link(&dir, name) {
+        return None;
+    }
+    // Components drop repeated and trailing separators: this is the lexical form.
+    let bytes = path.as_os_str().as_encoded_bytes();
+    let clean = bytes[1..]
+        .split(|&b| b == b'/')
+        .all(|name| !name.is_empty() && name != b".");
+    Some(if clean {
+        path.to_path_buf()
+    } else {
+        path.components().collect()
+    })
 }
 
 /// The path the kernel opens for `path`, read back from /proc/self/fd. None when it does not
@@ -135,6 +172,11 @@ fn kernel_resolve(_path: &Path) -> Option<PathBuf> {
 /// kernel still has to look inside). Empty when no symlink was involved: the cheap check is
 /// whether the result is just the lexical form of the input.
 pub fn canonicalize_traced(path: &Path) -> Result<(PathBuf, Vec<PathBuf>), PathError> {
+    if !path.as_os_str().as_encoded_bytes().contains(&0) {
+        if let Some(p) = link_free(path) {
+            return Ok((p, Vec::new()));
+        }
+    }
     let canonical = canonicalize(path)?;
     if canonical == lexical_normalize(path) {
         return Ok((canonical, Vec::new()));
@@ -237,8 +279,15 @@ pub fn resolve(raw: &str, home: &Path, cwd: &Path) -> Result<PathBuf, PathError>
 /// then, instead of a resolution each. Only for a moment when the disk does not change.
 #[derive(Default)]
 pub struct Canonicalizer {
-    parents: std::collections::HashMap<PathBuf, Option<PathBuf>>,
+    /// Each parent's canonical form, and for the first few the directory held open, to look
+    /// names up in it without walking the whole path again.
+    parents: std::collections::HashMap<PathBuf, Option<(PathBuf, Option<std::fs::File>)>>,
+    open_dirs: usize,
 }
+
+/// Directories a `Canonicalizer` keeps open at most: a config with rules in thousands of
+/// directories must not eat the process's file descriptors.
+const OPEN_PARENTS: usize = 32;
 
 impl Canonicalizer {
     pub fn canonicalize(&mut self, path: &Path) -> Result<PathBuf, PathError> {
@@ -246,18 +295,29 @@ impl Canonicalizer {
             (path.parent(), path.components().next_back())
         {
             if path.is_absolute() && !path.as_os_str().as_encoded_bytes().contains(&0) {
-                let parent_canonical = self
-                    .parents
-                    .entry(parent.to_path_buf())
-                    .or_insert_with(|| kernel_resolve(parent))
-                    .clone();
-                if let Some(p) = parent_canonical {
-                    match std::fs::symlink_metadata(path) {
-                        Ok(m) if !m.file_type().is_symlink() => return Ok(p.join(name)),
-                        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(p.join(name)),
-                        _ => {}
+                let keep_open = self.open_dirs < OPEN_PARENTS;
+                let mut opened = false;
+                let known = self.parents.entry(parent.to_path_buf()).or_insert_with(|| {
+                    let real = kernel_resolve(parent)?;
+                    let dir = keep_open.then(|| open_dir(&real)).flatten();
+                    opened = dir.is_some();
+                    Some((real, dir))
+                });
+                if let Some((real, dir)) = known {
+                    let usable = match dir {
+                        Some(dir) => name_is_not_a_link(dir, name),
+                        None => match std::fs::symlink_metadata(path) {
+                            Ok(m) => !m.file_type().is_symlink(),
+                            Err(e) => e.kind() == io::ErrorKind::NotFound,
+                        },
+                    };
+                    if usable {
+                        let canonical = real.join(name);
+                        self.open_dirs += usize::from(opened);
+                        return Ok(canonical);
                     }
                 }
+                self.open_dirs += usize::from(opened);
             }
         }
         canonicalize(path)
@@ -266,6 +326,38 @@ impl Canonicalizer {
     /// `resolve`, remembering directories as `canonicalize` does.
     pub fn resolve(&mut self, raw: &str, home: &Path, cwd: &Path) -> Result<PathBuf, PathError> {
         self.canonicalize(&expand(raw, home, cwd)?)
+    }
+}
+
+fn open_dir(path: &Path) -> Option<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NOFOLLOW)
+        .open(path)
+        .ok()
+}
+
+/// Whether `name` in `dir` is missing or something other than a symlink.
+fn name_is_not_a_link(dir: &impl std::os::fd::AsRawFd, name: &std::ffi::OsStr) -> bool {
+    let Ok(name) = std::ffi::CString::new(name.as_encoded_bytes()) else {
+        return false;
+    };
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: a valid directory fd, a NUL-terminated name and a stat buffer of the right size.
+    let rc = unsafe {
+        libc::fstatat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            st.as_mut_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    if rc == 0 {
+        // SAFETY: fstatat succeeded, so it filled the buffer.
+        unsafe { st.assume_init() }.st_mode & libc::S_IFMT != libc::S_IFLNK
+    } else {
+        io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT)
     }
 }
 
@@ -404,6 +496,22 @@ mod canonicalizer_tests {
                 "{rel} (again)"
             );
         }
+        // Past the directories it keeps open, it answers the same by path.
+        for i in 0..(OPEN_PARENTS + 8) {
+            let dir = root.join(format!("d{i}"));
+            std::fs::create_dir(&dir).unwrap();
+            std::fs::write(dir.join("f"), "").unwrap();
+            std::os::unix::fs::symlink(dir.join("f"), dir.join("l")).unwrap();
+            for name in ["f", "l", "new"] {
+                let p = dir.join(name);
+                assert_eq!(
+                    c.canonicalize(&p).ok(),
+                    canonicalize(&p).ok(),
+                    "d{i}/{name}"
+                );
+            }
+        }
+        assert_eq!(c.open_dirs, OPEN_PARENTS);
     }
 }
 
@@ -541,15 +649,25 @@ mod tests {
             "dangling",
             "a/missing/../b/f",
             "a/b/f/x",
+            "a/./b/f",
+            "a//b/./new",
+            "a/b/",
+            "a/b/.",
+            "l/./f",
+            "./a/b",
         ] {
             let p = root.join(rel);
-            assert_eq!(
-                canonicalize(&p).unwrap(),
-                canonicalize_by_walk(&p).unwrap(),
-                "{rel}"
-            );
+            let walked = canonicalize_by_walk(&p).unwrap();
+            assert_eq!(canonicalize(&p).unwrap(), walked, "{rel}");
+            assert_eq!(canonicalize_traced(&p).unwrap().0, walked, "{rel}");
         }
         assert!(kernel_resolve(&root.join("l/f")).is_some());
+        // The link-free form answers only when no link is on the way, last name included.
+        assert_eq!(link_free(&root.join("a/b/f")), Some(root.join("a/b/f")));
+        assert_eq!(link_free(&root.join("a//b/./f")), Some(root.join("a/b/f")));
+        for linked in ["l/f", "a/rel", "dangling", "l/../b/f", "a/missing/x"] {
+            assert_eq!(link_free(&root.join(linked)), None, "{linked}");
+        }
     }
 
     #[test]

@@ -7,7 +7,6 @@
 //! rebase and merge state) is not listed, so commit, rebase, merge, stash, fetch and
 //! `worktree add` keep working inside the sandbox.
 
-use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
@@ -400,15 +399,21 @@ pub fn worktree_links_back(admin: &Path, gitfile: &Path) -> bool {
 /// `is_git_dir_on_disk` with answers kept, for walks that ask about the same ancestors
 /// again and again.
 #[derive(Default)]
-pub struct GitDirCache(HashMap<PathBuf, bool>);
+pub struct GitDirCache(rustc_hash::FxHashMap<Box<[u8]>, bool>);
 
 impl GitDirCache {
     pub fn is_git_dir(&mut self, dir: &Path) -> bool {
-        if let Some(&v) = self.0.get(dir) {
+        self.remembered(dir, || None)
+    }
+
+    /// The answer for `dir` asked once: from `known` where it answers, else from the disk.
+    pub fn remembered(&mut self, dir: &Path, known: impl FnOnce() -> Option<bool>) -> bool {
+        let key = dir.as_os_str().as_bytes();
+        if let Some(&v) = self.0.get(key) {
             return v;
         }
-        let v = is_git_dir_on_disk(dir);
-        self.0.insert(dir.to_path_buf(), v);
+        let v = known().unwrap_or_else(|| is_git_dir_on_disk(dir));
+        self.0.insert(key.into(), v);
         v
     }
 }
