@@ -9,11 +9,12 @@ import { makeWorld, repo, runPi } from "./helpers/pi-run.mjs";
 
 const cli = path.join(repo, "bin", "pi-sandbox.js");
 
-function runCli(w, pathDirs, args) {
+/** The CLI with bwrap looked for in `systemDirs` only (PI_SANDBOX_SYSTEM_DIRS), and `path` as PATH. */
+function runCli(w, systemDirs, args, path = process.env.PATH) {
   return spawnSync(process.execPath, [cli, ...args], {
     cwd: w.project,
     encoding: "utf8",
-    env: { ...process.env, HOME: w.home, PI_CODING_AGENT_DIR: w.agentDir, PATH: pathDirs.join(":") },
+    env: { ...process.env, HOME: w.home, PI_CODING_AGENT_DIR: w.agentDir, PI_SANDBOX_SYSTEM_DIRS: systemDirs.join(":"), PATH: path },
   });
 }
 
@@ -26,7 +27,7 @@ function fakeBwrapDir(w) {
   return dir;
 }
 
-test("no bwrap on PATH: run is refused (126) with how to install it", (t) => {
+test("no bwrap in the system directories: run is refused (126) with how to install it", (t) => {
   const w = makeWorld("nobwrap");
   t.after(w.cleanup);
   const r = runCli(w, [path.join(w.root, "empty")], ["run", "--", "/bin/echo", "hi"]);
@@ -51,7 +52,7 @@ test("in pi without a working sandbox, bash is blocked and the file tools stay g
   t.after(w.cleanup);
   const r = await runPi({
     world: w,
-    env: { PATH: [fakeBwrapDir(w), path.dirname(process.execPath), "/usr/bin", "/bin"].join(":") },
+    env: { PI_SANDBOX_SYSTEM_DIRS: fakeBwrapDir(w) },
     script: [
       [
         { name: "bash", arguments: { command: "echo ran > ran.txt" } },
@@ -65,4 +66,37 @@ test("in pi without a working sandbox, bash is blocked and the file tools stay g
   assert.match(bash.text, /setting up uid map/);
   assert.equal(existsSync(path.join(w.project, "ran.txt")), false);
   assert.match(read.text, /Blocked read of/);
+});
+
+/** A `bwrap` that leaves a marker where it ran, then does the real work. */
+function plantBwrap(dir, marker) {
+  mkdirSync(dir, { recursive: true });
+  const fake = path.join(dir, "bwrap");
+  writeFileSync(fake, `#!/bin/sh\necho planted >> ${marker}\nexec /usr/bin/bwrap "$@"\n`);
+  chmodSync(fake, 0o755);
+}
+
+test("a bwrap planted in a PATH directory the agent can write never runs on the host", (t) => {
+  const w = makeWorld("plantedbwrap");
+  t.after(w.cleanup);
+  const marker = path.join(w.root, "planted-ran");
+  const venvBin = path.join(w.project, ".venv", "bin");
+  plantBwrap(venvBin, marker);
+  // An activated virtualenv: its bin first on PATH. bwrap is not looked for on PATH at all.
+  const r = runCli(w, ["/usr/bin", "/bin"], ["run", "--", "bash", "-c", "echo inside"], [venvBin, process.env.PATH].join(":"));
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /inside/);
+  assert.equal(existsSync(marker), false, "the planted bwrap ran");
+});
+
+test("a sandbox program found in a directory the agent can write is refused at launch", (t) => {
+  const w = makeWorld("writablebwrap");
+  t.after(w.cleanup);
+  const marker = path.join(w.root, "planted-ran");
+  const dir = path.join(w.project, "tools");
+  plantBwrap(dir, marker);
+  const r = runCli(w, [dir], ["run", "--", "bash", "-c", "echo inside > ran.txt"]);
+  assert.notEqual(r.status, 0);
+  assert.match(r.stderr, /lies in .*which the agent may write/);
+  assert.equal(existsSync(path.join(w.project, "ran.txt")), false);
 });

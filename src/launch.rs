@@ -38,6 +38,8 @@ pub enum LaunchError {
     /// A mount source could not be opened as it was planned (a link appeared on its path, it
     /// vanished, or the open-file limit was hit).
     MountSource(OpenError),
+    /// No seccomp filter for this machine: bash stays blocked.
+    Seccomp(crate::platform::seccomp::SeccompError),
 }
 
 impl fmt::Display for LaunchError {
@@ -67,6 +69,7 @@ impl fmt::Display for LaunchError {
                 f,
                 "a mount source changed while the sandbox was being set up: {e}. Run the command again."
             ),
+            LaunchError::Seccomp(e) => write!(f, "{e}"),
         }
     }
 }
@@ -195,12 +198,14 @@ fn create_placeholders(placeholders: &[PathBuf]) -> Result<(), LaunchError> {
 /// as unnamed files in `tmp_dir`).
 fn bwrap_launch(
     bwrap_program: &Path,
+    features: bwrap::Features,
     plan: &MountPlan,
     command: &[OsString],
     script: Option<&str>,
     tmp_dir: &Path,
 ) -> Result<Launch, LaunchError> {
-    let built = bwrap::build(plan, command)?;
+    let filters = crate::platform::seccomp::kernel_filters().map_err(LaunchError::Seccomp)?;
+    let built = bwrap::build(plan, features, filters.len(), command)?;
     create_placeholders(&plan.placeholders)?;
     let options: Vec<OsString> = built
         .args
@@ -213,6 +218,7 @@ fn bwrap_launch(
         fds.push(match source {
             FdSource::Path(p) => open_mount_source(p)?,
             FdSource::Script => unnamed_file(tmp_dir, script.unwrap_or_default().as_bytes())?,
+            FdSource::Filter(i) => unnamed_file(tmp_dir, &filters[*i].bytes)?,
         });
     }
     let mut args: Vec<OsString> = vec!["--args".into(), ARGS_FD.to_string().into()];
@@ -249,6 +255,8 @@ pub struct Setup<'a> {
     pub guard: &'a Guard,
     /// The sandbox program (bwrap or sandbox-exec).
     pub program: &'a Path,
+    /// What that bwrap can do beyond its basics.
+    pub features: bwrap::Features,
     /// The policy's decision for this command.
     pub network: Network,
     /// Where temp files go (the host's TMPDIR).
@@ -256,6 +264,11 @@ pub struct Setup<'a> {
     /// What the guard keeps read-only in bash's writable trees, found now.
     pub scan: &'a Scan,
 }
+
+/// For launches that are not bwrap's.
+pub const NO_BWRAP_FEATURES: bwrap::Features = bwrap::Features {
+    disable_userns: false,
+};
 
 /// What runs inside the sandbox.
 #[derive(Debug, Clone, Copy)]
@@ -273,11 +286,25 @@ pub fn bwrap(setup: &Setup, command: Command) -> Result<Launch, LaunchError> {
         Command::Shell(text) => {
             let plan = plan_for(setup.guard, setup.network, Some(inside), setup.scan);
             let argv = [OsString::from("bash"), "-l".into(), inside.into()];
-            bwrap_launch(setup.program, &plan, &argv, Some(text), setup.tmp_dir)
+            bwrap_launch(
+                setup.program,
+                setup.features,
+                &plan,
+                &argv,
+                Some(text),
+                setup.tmp_dir,
+            )
         }
         Command::Argv(argv) => {
             let plan = plan_for(setup.guard, setup.network, None, setup.scan);
-            bwrap_launch(setup.program, &plan, argv, None, setup.tmp_dir)
+            bwrap_launch(
+                setup.program,
+                setup.features,
+                &plan,
+                argv,
+                None,
+                setup.tmp_dir,
+            )
         }
     }
 }
@@ -435,6 +462,9 @@ mod tests {
         Setup {
             guard,
             program: Path::new(program),
+            features: bwrap::Features {
+                disable_userns: true,
+            },
             network: Network::Off,
             tmp_dir: tmp,
             scan,

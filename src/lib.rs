@@ -832,7 +832,7 @@ pub fn probe_capability() -> AsyncTask<ProbeTask> {
 fn capability(c: crate::platform::detect::Capability) -> JsCapability {
     use crate::platform::detect::Capability;
     match c {
-        Capability::Bwrap { program } => JsCapability {
+        Capability::Bwrap { program, .. } => JsCapability {
             kind: "bwrap".into(),
             program: Some(program.display().to_string()),
             reason: None,

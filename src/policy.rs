@@ -90,6 +90,7 @@ mod tests {
     fn every_combination_has_one_answer() {
         let bwrap = Capability::Bwrap {
             program: "/usr/bin/bwrap".into(),
+            features: crate::launch::NO_BWRAP_FEATURES,
         };
         let seatbelt = Capability::SandboxExec {
             program: "/usr/bin/sandbox-exec".into(),

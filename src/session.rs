@@ -446,6 +446,9 @@ impl Session {
             BashDecision::Unsandboxed { reason } => return Prepared::Unsandboxed(reason),
             BashDecision::Denied { reason } => return Prepared::Denied(reason),
         };
+        if let Some(reason) = program_in_reach(guard, &capability) {
+            return Prepared::Denied(reason);
+        }
         let mut auditor = self.auditor.borrow_mut();
         // Fail closed: what an earlier command left that could not be neutralised blocks
         // every command until it is gone or safe.
@@ -458,19 +461,20 @@ impl Session {
         auditor.baseline(&scan);
         self.remember(&scan);
         let tmp = std::env::temp_dir();
-        let setup = |program| launch::Setup {
+        let setup = |program, features| launch::Setup {
             guard,
             program,
+            features,
             network,
             tmp_dir: &tmp,
             scan: &scan,
         };
         let launch = match (adapter, &capability, command) {
-            (Adapter::Bwrap, Capability::Bwrap { program }, _) => {
-                launch::bwrap(&setup(program), command)
+            (Adapter::Bwrap, Capability::Bwrap { program, features }, _) => {
+                launch::bwrap(&setup(program, *features), command)
             }
             (Adapter::Seatbelt, Capability::SandboxExec { program }, Command::Shell(text)) => {
-                launch::seatbelt(&setup(program), text)
+                launch::seatbelt(&setup(program, launch::NO_BWRAP_FEATURES), text)
             }
             (Adapter::Seatbelt, _, Command::Argv(_)) => return Prepared::Denied(
                 "Blocked: on macOS, `pi-sandbox run` takes a shell command: pi-sandbox run -- bash -c '...'".into(),
@@ -614,6 +618,29 @@ impl Session {
         );
         out
     }
+}
+
+/// The sandbox program runs on the host, outside every sandbox: one the agent could have
+/// replaced (in or below a directory it may write) is refused, whatever found it.
+fn program_in_reach(guard: &Guard, capability: &detect::Capability) -> Option<String> {
+    let program = match capability {
+        detect::Capability::Bwrap { program, .. } | detect::Capability::SandboxExec { program } => {
+            program
+        }
+        detect::Capability::Unavailable { .. } => return None,
+    };
+    let real = crate::paths::canonicalize(program).unwrap_or_else(|_| program.clone());
+    let root = guard.allow_write_paths().find(|root| {
+        [program, &real]
+            .iter()
+            .any(|p| crate::protected::is_under(p, root))
+    })?;
+    Some(format!(
+        "Blocked: the sandbox program {} lies in {}, which the agent may write; a program there could have been replaced, and it runs outside the sandbox. Install it in a system directory, or point {} elsewhere.",
+        program.display(),
+        root.display(),
+        detect::SYSTEM_DIRS_VAR
+    ))
 }
 
 #[cfg(test)]

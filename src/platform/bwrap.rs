@@ -25,6 +25,8 @@ pub const ARGS_FD: u32 = 3;
 pub enum FdSource {
     /// The command's script (`--ro-bind-data`).
     Script,
+    /// The `i`th seccomp program (`--add-seccomp-fd`).
+    Filter(usize),
     /// A mount source, to be opened without following any link.
     Path(PathBuf),
 }
@@ -83,8 +85,22 @@ fn check(path: &Path) -> Result<(), BwrapError> {
     Ok(())
 }
 
+/// What bwrap itself can do beyond its basics, probed once (`detect`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Features {
+    /// `--disable-userns` (bubblewrap 0.8+): no new user namespaces inside, enforced by the
+    /// kernel's namespace limit as well as by the seccomp filter.
+    pub disable_userns: bool,
+}
+
 /// The bwrap arguments (without the `bwrap` program itself), ending in `-- <command...>`.
-pub fn build(plan: &MountPlan, command: &[OsString]) -> Result<BwrapArgs, BwrapError> {
+/// `filters` seccomp programs are loaded in order, each from its own fd.
+pub fn build(
+    plan: &MountPlan,
+    features: Features,
+    filters: usize,
+    command: &[OsString],
+) -> Result<BwrapArgs, BwrapError> {
     let mut out = BwrapArgs {
         args: Vec::new(),
         fds: Vec::new(),
@@ -104,8 +120,18 @@ pub fn build(plan: &MountPlan, command: &[OsString]) -> Result<BwrapArgs, BwrapE
     ] {
         flag(&mut out.args, f);
     }
+    if features.disable_userns {
+        flag(&mut out.args, "--unshare-user");
+        flag(&mut out.args, "--disable-userns");
+    }
     if plan.network == Network::Off {
         flag(&mut out.args, "--unshare-net");
+    }
+    for i in 0..filters {
+        let fd = out.next_fd();
+        out.fds.push(FdSource::Filter(i));
+        out.args
+            .extend(["--add-seccomp-fd".into(), fd.to_string().into()]);
     }
     let mount =
         |a: &mut Vec<OsString>, f: &str, src: &Path, dst: &Path| -> Result<(), BwrapError> {
@@ -198,6 +224,10 @@ mod tests {
         }
     }
 
+    const NO_FEATURES: Features = Features {
+        disable_userns: false,
+    };
+
     fn strings(v: &[OsString]) -> Vec<String> {
         v.iter().map(|s| s.to_string_lossy().into_owned()).collect()
     }
@@ -206,22 +236,27 @@ mod tests {
     fn golden_argv_in_the_tested_order() {
         let built = build(
             &plan(),
+            Features {
+                disable_userns: true,
+            },
+            2,
             &["bash".into(), "-l".into(), "/tmp/pi-bash-1-2-abc.sh".into()],
         )
         .unwrap();
         // One mount or flag group per line; split on whitespace (no path here has spaces).
         let expected: Vec<&str> = "
             --die-with-parent --new-session --unshare-pid --unshare-ipc --unshare-uts
-            --cap-drop ALL --unshare-net
+            --cap-drop ALL --unshare-user --disable-userns --unshare-net
+            --add-seccomp-fd 4 --add-seccomp-fd 5
             --ro-bind / /
             --proc /proc --dev /dev --tmpfs /tmp
             --tmpfs /home/u/.ssh --remount-ro /home/u/.ssh
-            --bind-fd 4 /w/proj
-            --ro-bind-fd 5 /w/proj/.pi
-            --ro-bind-fd 6 /w/proj/.git/hooks
+            --bind-fd 6 /w/proj
+            --ro-bind-fd 7 /w/proj/.pi
+            --ro-bind-fd 8 /w/proj/.git/hooks
             --ro-bind /dev/null /home/u/.pi/agent/auth.json
-            --bind-fd 7 /home/u/.pi/agent/sessions
-            --ro-bind-data 8 /tmp/pi-bash-1-2-abc.sh
+            --bind-fd 9 /home/u/.pi/agent/sessions
+            --ro-bind-data 10 /tmp/pi-bash-1-2-abc.sh
             --setenv TMPDIR /tmp
             --chdir /w/proj/src
             -- bash -l /tmp/pi-bash-1-2-abc.sh"
@@ -233,6 +268,8 @@ mod tests {
         assert_eq!(
             built.fds,
             [
+                FdSource::Filter(0),
+                FdSource::Filter(1),
                 p("/w/proj"),
                 p("/w/proj/.pi"),
                 p("/w/proj/.git/hooks"),
@@ -246,8 +283,10 @@ mod tests {
     fn network_on_keeps_the_host_network() {
         let mut p = plan();
         p.network = Network::On;
-        let args = strings(&build(&p, &["true".into()]).unwrap().args);
+        let args = strings(&build(&p, NO_FEATURES, 0, &["true".into()]).unwrap().args);
         assert!(!args.contains(&"--unshare-net".to_string()));
+        // an older bwrap: the seccomp filter alone keeps user namespaces out
+        assert!(!args.contains(&"--disable-userns".to_string()));
         assert!(args.contains(&"--unshare-pid".to_string()));
     }
 
@@ -259,14 +298,17 @@ mod tests {
             path: PathBuf::from(OsString::from_vec(b"/w/a\0b".to_vec())),
             kind: MountKind::Writable,
         });
-        assert!(matches!(build(&p, &[]), Err(BwrapError::NulByte { .. })));
+        assert!(matches!(
+            build(&p, NO_FEATURES, 0, &[]),
+            Err(BwrapError::NulByte { .. })
+        ));
         let mut p = plan();
         p.mounts.push(Mount {
             path: "relative/file".into(),
             kind: MountKind::MaskFile,
         });
         assert!(matches!(
-            build(&p, &[]),
+            build(&p, NO_FEATURES, 0, &[]),
             Err(BwrapError::NotAbsolute { .. })
         ));
     }

@@ -9,10 +9,51 @@ use std::time::{Duration, Instant};
 
 use once_cell::sync::OnceCell;
 
+pub use super::bwrap::Features;
+use super::seccomp;
+
+/// Where the sandbox programs are taken from, in this order: system directories only, never
+/// `PATH`, which may lead into a directory the agent can write (an activated virtualenv's
+/// `bin`), where a planted `bwrap` would run on the host at the next command. NixOS keeps
+/// its system profile (and setuid wrappers) under /run.
+pub const SYSTEM_DIRS: [&str; 7] = [
+    "/usr/bin",
+    "/bin",
+    "/usr/sbin",
+    "/sbin",
+    "/usr/local/bin",
+    "/run/wrappers/bin",
+    "/run/current-system/sw/bin",
+];
+
+/// Replaces `SYSTEM_DIRS` (colon-separated): for tests, and for systems that keep bwrap
+/// elsewhere. Set by the user who starts pi, never by the agent (its commands cannot change
+/// pi's environment); a program found in a directory the agent can write is refused at launch
+/// all the same (`session`).
+pub const SYSTEM_DIRS_VAR: &str = "PI_SANDBOX_SYSTEM_DIRS";
+
+fn system_dirs() -> Vec<PathBuf> {
+    match std::env::var_os(SYSTEM_DIRS_VAR) {
+        Some(v) => std::env::split_paths(&v)
+            .filter(|p| p.is_absolute())
+            .collect(),
+        None => SYSTEM_DIRS.iter().map(PathBuf::from).collect(),
+    }
+}
+
+/// `name` in the first system directory that has it as an executable file.
+pub fn system_program(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    system_dirs().iter().map(|d| d.join(name)).find(|p| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Capability {
     Bwrap {
         program: PathBuf,
+        features: Features,
     },
     SandboxExec {
         program: PathBuf,
@@ -34,9 +75,14 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn detect_uncached() -> Capability {
     if cfg!(target_os = "linux") {
-        match which::which("bwrap") {
+        match system_program("bwrap").ok_or(()) {
             Ok(program) => match probe_bwrap(&program) {
-                Ok(()) => Capability::Bwrap { program },
+                Ok(()) => Capability::Bwrap {
+                    features: Features {
+                        disable_userns: probe_disable_userns(&program),
+                    },
+                    program,
+                },
                 Err(detail) => Capability::Unavailable {
                     reason: format!(
                         "bubblewrap is installed ({}) but cannot create a sandbox here: {detail}. If unprivileged user namespaces are disabled (Ubuntu 24.04+ restricts them through AppArmor), allow them for bwrap (an AppArmor profile for /usr/bin/bwrap, or `sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`) or run where they are allowed.",
@@ -45,11 +91,11 @@ fn detect_uncached() -> Capability {
                 },
             },
             Err(_) => Capability::Unavailable {
-                reason: "bubblewrap (bwrap) is not installed. Install it: `sudo apt-get install bubblewrap` (Debian/Ubuntu), `sudo dnf install bubblewrap` (Fedora), `sudo pacman -S bubblewrap` (Arch).".into(),
+                reason: format!("bubblewrap (bwrap) is not installed in a system directory ({}; PATH is not searched, so that a planted program cannot stand in for it). Install it: `sudo apt-get install bubblewrap` (Debian/Ubuntu), `sudo dnf install bubblewrap` (Fedora), `sudo pacman -S bubblewrap` (Arch).", system_dirs().iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")),
             },
         }
     } else if cfg!(target_os = "macos") {
-        match which::which("sandbox-exec") {
+        match system_program("sandbox-exec").ok_or(()) {
             Ok(program) => match probe_sandbox_exec(&program) {
                 Ok(()) => Capability::SandboxExec { program },
                 Err(detail) => Capability::Unavailable {
@@ -74,9 +120,11 @@ fn detect_uncached() -> Capability {
     }
 }
 
-/// The same namespaces a real run uses, around `true`.
+/// The same namespaces and seccomp filters a real run uses, around `true`.
 fn probe_bwrap(program: &Path) -> Result<(), String> {
-    run_probe(Command::new(program).args([
+    let filters = seccomp::kernel_filters().map_err(|e| e.to_string())?;
+    let mut files = Vec::new();
+    let mut args: Vec<String> = [
         "--die-with-parent",
         "--new-session",
         "--unshare-pid",
@@ -85,18 +133,92 @@ fn probe_bwrap(program: &Path) -> Result<(), String> {
         "--unshare-net",
         "--cap-drop",
         "ALL",
+    ]
+    .map(String::from)
+    .to_vec();
+    for (i, f) in filters.iter().enumerate() {
+        files.push(data_file(&f.bytes).map_err(|e| format!("writing the seccomp filter: {e}"))?);
+        args.extend([
+            "--add-seccomp-fd".into(),
+            (FIRST_PROBE_FD + i as i32).to_string(),
+        ]);
+    }
+    args.extend(
+        [
+            "--ro-bind",
+            "/",
+            "/",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--tmpfs",
+            "/tmp",
+            "--",
+            "true",
+        ]
+        .map(String::from),
+    );
+    let mut cmd = Command::new(program);
+    cmd.args(&args);
+    pass_fds(&mut cmd, &files);
+    let result = run_probe(&mut cmd);
+    drop(files);
+    result.map_err(|e| {
+        format!("{e} (with its seccomp filters: bubblewrap 0.5 or newer is needed for --add-seccomp-fd)")
+    })
+}
+
+/// Whether this bwrap has `--disable-userns` (0.8+) and it works here.
+fn probe_disable_userns(program: &Path) -> bool {
+    run_probe(Command::new(program).args([
+        "--unshare-user",
+        "--disable-userns",
+        "--assert-userns-disabled",
         "--ro-bind",
         "/",
         "/",
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--tmpfs",
-        "/tmp",
         "--",
         "true",
     ]))
+    .is_ok()
+}
+
+const FIRST_PROBE_FD: i32 = 3;
+
+fn data_file(bytes: &[u8]) -> std::io::Result<std::fs::File> {
+    use std::io::{Seek, Write};
+    let mut f = tempfile::tempfile()?;
+    f.write_all(bytes)?;
+    f.rewind()?;
+    Ok(f)
+}
+
+/// `files` become the child's fds 3, 4, ... (the caller keeps them open until it spawned).
+fn pass_fds(cmd: &mut Command, files: &[std::fs::File]) {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let raw: Vec<i32> = files.iter().map(|f| f.as_raw_fd()).collect();
+    // SAFETY: between fork and exec only fcntl and dup2 run, both async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            // All moved out of the way first, so that no source is a later target.
+            let mut moved = Vec::with_capacity(raw.len());
+            for &fd in &raw {
+                let m = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 100);
+                if m < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                moved.push(m);
+            }
+            for (i, &m) in moved.iter().enumerate() {
+                if libc::dup2(m, FIRST_PROBE_FD + i as i32) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
 }
 
 fn probe_sandbox_exec(program: &Path) -> Result<(), String> {

@@ -4,3 +4,4 @@ pub mod bwrap;
 pub mod detect;
 pub mod mounts;
 pub mod seatbelt;
+pub mod seccomp;

@@ -1,0 +1,397 @@
+//! The seccomp filters every sandboxed command runs under (bwrap `--add-seccomp-fd`): the
+//! kernel interfaces a coding task never needs and that are among the kernel's largest attack
+//! surfaces, in the spirit of Docker's default profile. Pure: policy → BPF programs, built
+//! with `seccompiler`; `launch` hands each to bwrap in an unnamed file.
+//!
+//! Three programs, one per answer, since a seccompiler filter has one action for its matches:
+//! - `EPERM`: the kernel keyring (`keyctl`, `add_key`, `request_key`), `bpf`,
+//!   `perf_event_open`, `userfaultfd`, `setns`, and `unshare`/`clone` asking for any new
+//!   namespace (a new user namespace is also refused by bwrap's `--disable-userns` where
+//!   bwrap has it).
+//! - `ENOSYS`: io_uring (its operations bypass seccomp entirely), and `clone3`, whose flags sit
+//!   in memory a filter cannot read; ENOSYS makes libc fall back to `clone`, checked above.
+//! - `EAFNOSUPPORT`: sockets of any family but local, IPv4, IPv6 and netlink (no vsock to a
+//!   VM's host, no raw packets).
+//!
+//! On x86_64 every rule is doubled for the x32 ABI (the same numbers with bit 30 set), which
+//! would otherwise reach the same kernel code under numbers the filter does not list.
+
+#[cfg(target_os = "linux")]
+use std::collections::BTreeMap;
+use std::fmt;
+
+#[cfg(target_os = "linux")]
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+
+/// One filter ready for bwrap: what it is for, and its instructions as the kernel reads
+/// them (`struct sock_filter[]`, native byte order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Program {
+    pub purpose: &'static str,
+    pub bytes: Vec<u8>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SeccompError {
+    /// No filter is written for this CPU: the sandbox cannot be set up (fail closed).
+    UnsupportedArch(String),
+    Build(String),
+}
+
+impl fmt::Display for SeccompError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SeccompError::UnsupportedArch(a) => write!(
+                f,
+                "no seccomp filter is defined for this CPU ({a}); sandboxed bash needs one (x86_64 or aarch64)"
+            ),
+            SeccompError::Build(e) => write!(f, "the seccomp filter could not be built: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SeccompError {}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use super::*;
+
+    /// Every `CLONE_NEW*` flag: a request for any of them is refused.
+    const NEW_NAMESPACE_FLAGS: [u64; 8] = [
+        libc::CLONE_NEWNS as u64,
+        libc::CLONE_NEWCGROUP as u64,
+        libc::CLONE_NEWUTS as u64,
+        libc::CLONE_NEWIPC as u64,
+        libc::CLONE_NEWUSER as u64,
+        libc::CLONE_NEWPID as u64,
+        libc::CLONE_NEWNET as u64,
+        0x80, // CLONE_NEWTIME (not in every libc)
+    ];
+
+    /// Socket families a sandboxed command may create.
+    const ALLOWED_FAMILIES: [u64; 4] = [
+        libc::AF_UNIX as u64,
+        libc::AF_INET as u64,
+        libc::AF_INET6 as u64,
+        libc::AF_NETLINK as u64,
+    ];
+
+    /// Highest address family number to refuse one by one (AF_MAX on current kernels is 46).
+    const HIGHEST_FAMILY: u64 = 64;
+
+    const X32_SYSCALL_BIT: i64 = 0x4000_0000;
+
+    struct Arch {
+        target: TargetArch,
+        x32: bool,
+        /// `clone`'s flags argument (x86_64 and aarch64 both pass it first).
+        clone_flags_arg: u8,
+    }
+
+    fn arch() -> Result<Arch, SeccompError> {
+        match std::env::consts::ARCH {
+            "x86_64" => Ok(Arch {
+                target: TargetArch::x86_64,
+                x32: true,
+                clone_flags_arg: 0,
+            }),
+            "aarch64" => Ok(Arch {
+                target: TargetArch::aarch64,
+                x32: false,
+                clone_flags_arg: 0,
+            }),
+            other => Err(SeccompError::UnsupportedArch(other.into())),
+        }
+    }
+
+    fn build_err(e: impl fmt::Display) -> SeccompError {
+        SeccompError::Build(e.to_string())
+    }
+
+    /// `arg & flag == flag`: one rule per flag, since rules of one syscall are alternatives.
+    fn any_flag(arg: u8, flags: &[u64]) -> Result<Vec<SeccompRule>, SeccompError> {
+        flags
+            .iter()
+            .map(|&f| {
+                SeccompRule::new(vec![SeccompCondition::new(
+                    arg,
+                    SeccompCmpArgLen::Qword,
+                    SeccompCmpOp::MaskedEq(f),
+                    f,
+                )
+                .map_err(build_err)?])
+                .map_err(build_err)
+            })
+            .collect()
+    }
+
+    fn program(
+        purpose: &'static str,
+        arch: &Arch,
+        rules: Vec<(i64, Vec<SeccompRule>)>,
+        errno: i32,
+    ) -> Result<Program, SeccompError> {
+        let mut map: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+        for (nr, r) in rules {
+            if arch.x32 {
+                map.insert(nr | X32_SYSCALL_BIT, r.clone());
+            }
+            map.insert(nr, r);
+        }
+        let filter = SeccompFilter::new(
+            map,
+            SeccompAction::Allow,
+            SeccompAction::Errno(errno as u32),
+            arch.target,
+        )
+        .map_err(build_err)?;
+        let compiled: BpfProgram = filter.try_into().map_err(build_err)?;
+        let mut bytes = Vec::with_capacity(compiled.len() * 8);
+        for insn in &compiled {
+            bytes.extend_from_slice(&insn.code.to_ne_bytes());
+            bytes.push(insn.jt);
+            bytes.push(insn.jf);
+            bytes.extend_from_slice(&insn.k.to_ne_bytes());
+        }
+        Ok(Program { purpose, bytes })
+    }
+
+    /// The filters, in the order bwrap loads them.
+    pub fn kernel_filters() -> Result<Vec<Program>, SeccompError> {
+        let arch = arch()?;
+        let always = Vec::new;
+        let refused = vec![
+            (libc::SYS_keyctl, always()),
+            (libc::SYS_add_key, always()),
+            (libc::SYS_request_key, always()),
+            (libc::SYS_bpf, always()),
+            (libc::SYS_perf_event_open, always()),
+            (libc::SYS_userfaultfd, always()),
+            (libc::SYS_setns, always()),
+            (libc::SYS_unshare, any_flag(0, &NEW_NAMESPACE_FLAGS)?),
+            (
+                libc::SYS_clone,
+                any_flag(arch.clone_flags_arg, &NEW_NAMESPACE_FLAGS)?,
+            ),
+        ];
+        let missing = vec![
+            (libc::SYS_io_uring_setup, always()),
+            (libc::SYS_io_uring_enter, always()),
+            (libc::SYS_io_uring_register, always()),
+            (libc::SYS_clone3, always()),
+        ];
+        let families: Vec<u64> = (0..=HIGHEST_FAMILY)
+            .filter(|f| !ALLOWED_FAMILIES.contains(f))
+            .collect();
+        let family_rules = |syscall_family_arg: u8| -> Result<Vec<SeccompRule>, SeccompError> {
+            let mut rules: Vec<SeccompRule> = families
+                .iter()
+                .map(|&f| {
+                    SeccompRule::new(vec![SeccompCondition::new(
+                        syscall_family_arg,
+                        SeccompCmpArgLen::Dword,
+                        SeccompCmpOp::Eq,
+                        f,
+                    )
+                    .map_err(build_err)?])
+                    .map_err(build_err)
+                })
+                .collect::<Result<_, _>>()?;
+            // Families the kernel may add later.
+            rules.push(
+                SeccompRule::new(vec![SeccompCondition::new(
+                    syscall_family_arg,
+                    SeccompCmpArgLen::Dword,
+                    SeccompCmpOp::Gt,
+                    HIGHEST_FAMILY,
+                )
+                .map_err(build_err)?])
+                .map_err(build_err)?,
+            );
+            Ok(rules)
+        };
+        let sockets = vec![
+            (libc::SYS_socket, family_rules(0)?),
+            (libc::SYS_socketpair, family_rules(0)?),
+        ];
+        Ok(vec![
+            program(
+                "keyring, bpf, perf, userfaultfd, namespaces",
+                &arch,
+                refused,
+                libc::EPERM,
+            )?,
+            program("io_uring, clone3", &arch, missing, libc::ENOSYS)?,
+            program(
+                "socket families other than unix, inet, inet6, netlink",
+                &arch,
+                sockets,
+                libc::EAFNOSUPPORT,
+            )?,
+        ])
+    }
+}
+
+#[cfg(target_os = "linux")]
+pub use linux::kernel_filters;
+
+/// No seccomp outside Linux: callers fail closed.
+#[cfg(not(target_os = "linux"))]
+pub fn kernel_filters() -> Result<Vec<Program>, SeccompError> {
+    Err(SeccompError::UnsupportedArch(std::env::consts::OS.into()))
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    /// Installs `programs` in a forked child and returns what `probe` gives there (an errno,
+    /// or 0), so each rule is checked against the real kernel, not a model of it.
+    fn in_filtered_child(programs: &[Program], probe: fn() -> i32) -> i32 {
+        let mut pipe = [0; 2];
+        // SAFETY: plain pipe and fork; the child only makes system calls and exits.
+        unsafe {
+            assert_eq!(libc::pipe(pipe.as_mut_ptr()), 0);
+            let pid = libc::fork();
+            assert!(pid >= 0);
+            if pid == 0 {
+                libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+                for p in programs {
+                    let prog = libc::sock_fprog {
+                        len: (p.bytes.len() / 8) as u16,
+                        filter: p.bytes.as_ptr() as *mut libc::sock_filter,
+                    };
+                    if libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog) != 0 {
+                        libc::_exit(99);
+                    }
+                }
+                let r: i32 = probe();
+                libc::write(pipe[1], &r as *const i32 as *const libc::c_void, 4);
+                libc::_exit(0);
+            }
+            let mut r: i32 = -1;
+            libc::read(pipe[0], &mut r as *mut i32 as *mut libc::c_void, 4);
+            let mut status = 0;
+            libc::waitpid(pid, &mut status, 0);
+            libc::close(pipe[0]);
+            libc::close(pipe[1]);
+            r
+        }
+    }
+
+    fn errno_of(ret: libc::c_long) -> i32 {
+        if ret < 0 {
+            std::io::Error::last_os_error().raw_os_error().unwrap_or(-1)
+        } else {
+            0
+        }
+    }
+
+    #[test]
+    fn each_rule_answers_in_the_real_kernel() {
+        let programs = kernel_filters().unwrap();
+        type Case = (&'static str, fn() -> i32, i32);
+        let cases: Vec<Case> = vec![
+            (
+                "keyctl",
+                || errno_of(unsafe { libc::syscall(libc::SYS_keyctl, 0, 0, 0, 0, 0) }),
+                libc::EPERM,
+            ),
+            (
+                "add_key",
+                || errno_of(unsafe { libc::syscall(libc::SYS_add_key, 0, 0, 0, 0, 0) }),
+                libc::EPERM,
+            ),
+            (
+                "bpf",
+                || errno_of(unsafe { libc::syscall(libc::SYS_bpf, 0, 0, 0) }),
+                libc::EPERM,
+            ),
+            (
+                "unshare(CLONE_NEWUSER)",
+                || errno_of(unsafe { libc::syscall(libc::SYS_unshare, libc::CLONE_NEWUSER) }),
+                libc::EPERM,
+            ),
+            (
+                "unshare(CLONE_NEWNET | CLONE_FILES)",
+                || {
+                    errno_of(unsafe {
+                        libc::syscall(libc::SYS_unshare, libc::CLONE_NEWNET | libc::CLONE_FILES)
+                    })
+                },
+                libc::EPERM,
+            ),
+            (
+                "io_uring_setup",
+                || errno_of(unsafe { libc::syscall(libc::SYS_io_uring_setup, 1, 0) }),
+                libc::ENOSYS,
+            ),
+            (
+                "clone3",
+                || errno_of(unsafe { libc::syscall(libc::SYS_clone3, 0, 0) }),
+                libc::ENOSYS,
+            ),
+            (
+                "socket(AF_VSOCK)",
+                || errno_of(unsafe { libc::socket(libc::AF_VSOCK, libc::SOCK_STREAM, 0) } as _),
+                libc::EAFNOSUPPORT,
+            ),
+            (
+                "socket(AF_PACKET)",
+                || errno_of(unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0) } as _),
+                libc::EAFNOSUPPORT,
+            ),
+            // Still allowed: what ordinary work does.
+            (
+                "unshare(CLONE_FILES)",
+                || errno_of(unsafe { libc::syscall(libc::SYS_unshare, libc::CLONE_FILES) }),
+                0,
+            ),
+            (
+                "socket(AF_UNIX)",
+                || errno_of(unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0) } as _),
+                0,
+            ),
+            (
+                "socket(AF_INET6)",
+                || errno_of(unsafe { libc::socket(libc::AF_INET6, libc::SOCK_DGRAM, 0) } as _),
+                0,
+            ),
+            (
+                "fork",
+                || {
+                    // SAFETY: the grandchild exits at once.
+                    let pid = unsafe { libc::fork() };
+                    if pid == 0 {
+                        unsafe { libc::_exit(0) };
+                    }
+                    if pid > 0 {
+                        unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+                        0
+                    } else {
+                        errno_of(-1)
+                    }
+                },
+                0,
+            ),
+        ];
+        for (what, probe, want) in cases {
+            assert_eq!(in_filtered_child(&programs, probe), want, "{what}");
+        }
+    }
+
+    /// x32 numbers reach the same kernel code; the filter must answer before the kernel says
+    /// whether it supports x32 at all (ENOSYS where it does not).
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn x32_numbers_are_refused_too() {
+        let programs = kernel_filters().unwrap();
+        let got = in_filtered_child(&programs, || {
+            errno_of(unsafe { libc::syscall(libc::SYS_keyctl | 0x4000_0000, 0, 0, 0, 0, 0) })
+        });
+        assert_eq!(got, libc::EPERM);
+    }
+}
