@@ -24,6 +24,11 @@ export declare class PreparedCommand {
   get program(): string | null
   /** Its arguments (bwrap's options come on fd 3). */
   get args(): Array<string> | null
+  /**
+   * Environment variables to leave out of the child's environment: secrets (see
+   * `Sandbox.droppedEnv`). bwrap unsets them too; sandbox-exec relies on the spawner.
+   */
+  get unsetEnv(): Array<string>
   /** All of the sandbox's arguments, options included, for display. */
   get shown(): Array<string> | null
   /** The open files the child gets as fds 3, 4, ...; empty once released. */
@@ -88,6 +93,11 @@ export declare class Sandbox {
    * "full scan for every command: <why>".
    */
   get indexStatus(): string
+  /**
+   * The variables of pi's environment that sandboxed commands do not get, and why (names
+   * only: never a value).
+   */
+  droppedEnv(): Array<JsDroppedEnv>
   /** False when the config says `enabled: false`. */
   get enabled(): boolean
   /** Sets the mode for the rest of the session; `how` is shown as its source. */
@@ -139,6 +149,11 @@ export interface JsDecision {
   source: string
   /** What happened, why, and how to change it. */
   reason: string
+}
+
+export interface JsDroppedEnv {
+  name: string
+  why: string
 }
 
 export interface JsExplanation {

@@ -73,10 +73,13 @@ export async function runPrepared(
 	const program = prepared.program;
 	const args = prepared.args;
 	if (!program || !args) throw new Error("Blocked: the sandbox launch is incomplete (no program).");
+	// Secrets stay out of the command's environment (bwrap unsets them as well).
+	const childEnv = { ...(env ?? shellEnv(agentDir)) };
+	for (const name of prepared.unsetEnv) delete childEnv[name];
 	const child = spawn(program, args, {
 		cwd,
 		detached: true,
-		env: env ?? shellEnv(agentDir),
+		env: childEnv,
 		stdio: ["ignore", "pipe", "pipe", ...prepared.fds],
 	});
 	// The child holds its own copies now (or never will: spawn failed).

@@ -563,7 +563,7 @@ mod tests {
         let root = std::fs::canonicalize(t.path()).unwrap();
         let env = Env::under(&root);
         std::fs::create_dir_all(&env.cwd).unwrap();
-        let cfg = merge(&env.auth_json(), &[]).unwrap();
+        let cfg = merge(crate::config::Config::defaults_for(&env), &[]).unwrap();
         let g = Guard::new(&cfg, &env, ApprovalMode::Ask).unwrap();
         (t, root.join("proj"), g)
     }

@@ -96,6 +96,10 @@ pub struct Config {
     pub deny_read: Sourced<Vec<String>>,
     pub allow_write: Sourced<Vec<String>>,
     pub deny_write: Sourced<Vec<String>>,
+    /// Environment variables kept for sandboxed commands whatever else says (`env.allow`),
+    /// and dropped besides the built-in patterns (`env.deny`): names or `*`/`?` patterns.
+    pub env_allow: Sourced<Vec<String>>,
+    pub env_deny: Sourced<Vec<String>>,
     pub ignore_violations: Sourced<BTreeMap<String, Vec<String>>>,
     pub enable_weaker_nested_sandbox: Sourced<bool>,
     pub enable_weaker_network_isolation: Sourced<bool>,
@@ -104,6 +108,8 @@ pub struct Config {
     pub passthrough: BTreeMap<String, Sourced<Value>>,
     /// Every file consulted, in order, and whether it existed.
     pub layers: Vec<(PathBuf, bool)>,
+    /// Why each default denyRead entry is there (`credentials`).
+    pub deny_read_reasons: BTreeMap<String, &'static str>,
 }
 
 pub const DEFAULT_ALLOWED_DOMAINS: &[&str] = &[
@@ -120,23 +126,29 @@ pub const DEFAULT_ALLOWED_DOMAINS: &[&str] = &[
 ];
 
 impl Config {
-    /// The built-in defaults. `auth_json` is pi's API key file, unreadable unless a layer
-    /// replaces `denyRead`.
-    pub fn defaults(auth_json: &Path) -> Config {
+    /// The built-in defaults for `env`: lists the other projects' transcript directories.
+    pub fn defaults_for(env: &Env) -> Config {
+        let other_sessions = crate::credentials::other_sessions(env);
+        Config::defaults(crate::credentials::defaults(
+            &env.agent_dir,
+            &other_sessions,
+        ))
+    }
+
+    /// The built-in defaults, with `deny_read` (entry, why) from `credentials::defaults`.
+    pub fn defaults(deny_read: Vec<(String, &'static str)>) -> Config {
         let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         Config {
             enabled: Sourced::default(true),
             mode: Sourced::default(Mode::ReadWrite),
             allowed_domains: Sourced::default(strings(DEFAULT_ALLOWED_DOMAINS)),
             denied_domains: Sourced::default(vec![]),
-            deny_read: Sourced::default(vec![
-                "~/.ssh".into(),
-                "~/.aws".into(),
-                "~/.gnupg".into(),
-                auth_json.display().to_string(),
-            ]),
+            deny_read: Sourced::default(deny_read.iter().map(|(p, _)| p.clone()).collect()),
+            deny_read_reasons: deny_read.into_iter().collect(),
             allow_write: Sourced::default(strings(&[".", "/tmp"])),
             deny_write: Sourced::default(strings(&[".env", ".env.*", "*.pem", "*.key"])),
+            env_allow: Sourced::default(vec![]),
+            env_deny: Sourced::default(vec![]),
             ignore_violations: Sourced::default(BTreeMap::new()),
             enable_weaker_nested_sandbox: Sourced::default(false),
             enable_weaker_network_isolation: Sourced::default(false),
@@ -225,6 +237,7 @@ struct FileLayer {
     mode: Option<String>,
     network: Option<NetworkLayer>,
     filesystem: Option<FilesystemLayer>,
+    env: Option<EnvLayer>,
     ignore_violations: Option<BTreeMap<String, Vec<String>>>,
     enable_weaker_nested_sandbox: Option<bool>,
     enable_weaker_network_isolation: Option<bool>,
@@ -244,6 +257,13 @@ struct NetworkLayer {
     allow_local_binding: Option<Value>,
     http_proxy_port: Option<Value>,
     socks_proxy_port: Option<Value>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct EnvLayer {
+    allow: Option<Vec<String>>,
+    deny: Option<Vec<String>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -427,6 +447,27 @@ fn apply_layer(cfg: &mut Config, file: &Path, layer: FileLayer) -> Result<(), Co
         set(&mut cfg.allow_write, fs.allow_write);
         set(&mut cfg.deny_write, fs.deny_write);
     }
+    if let Some(env) = layer.env {
+        for (key, v) in [("env.allow", &env.allow), ("env.deny", &env.deny)] {
+            if let Some(v) = v {
+                check_strings(file, key, v)?;
+                for (i, name) in v.iter().enumerate() {
+                    if !name
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '*' | '?'))
+                    {
+                        return Err(schema_err(
+                            file,
+                            format!("{key}[{i}]"),
+                            format!("'{name}' is not a variable name: use letters, digits and '_', with '*' or '?' as wildcards"),
+                        ));
+                    }
+                }
+            }
+        }
+        set(&mut cfg.env_allow, env.allow);
+        set(&mut cfg.env_deny, env.deny);
+    }
     if let Some(v) = layer.ignore_violations {
         cfg.ignore_violations = Sourced {
             value: v,
@@ -451,10 +492,10 @@ fn apply_layer(cfg: &mut Config, file: &Path, layer: FileLayer) -> Result<(), Co
 /// Merges `layers` (file path, file text or `None` when absent) over the defaults.
 /// Pure: the caller reads the files.
 pub fn merge(
-    auth_json: &Path,
+    defaults: Config,
     layers: &[(PathBuf, Option<String>)],
 ) -> Result<Config, ConfigError> {
-    let mut cfg = Config::defaults(auth_json);
+    let mut cfg = defaults;
     for (file, text) in layers {
         cfg.layers.push((file.clone(), text.is_some()));
         if let Some(text) = text {
@@ -513,10 +554,6 @@ impl Env {
     pub fn project_config(&self) -> PathBuf {
         self.cwd.join(".pi").join("sandbox.json")
     }
-
-    pub fn auth_json(&self) -> PathBuf {
-        self.agent_dir.join("auth.json")
-    }
 }
 
 /// Reads a layer file; absent is `None`, any other failure is an error (fail closed: an
@@ -544,32 +581,35 @@ pub fn load(env: &Env) -> Result<Config, ConfigError> {
         let text = read_layer(&file)?;
         layers.push((file, text));
     }
-    merge(&env.auth_json(), &layers)
+    merge(Config::defaults_for(env), &layers)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn auth() -> PathBuf {
-        PathBuf::from("/a/auth.json")
+    fn auth() -> Config {
+        Config::defaults(crate::credentials::defaults(Path::new("/a"), &[]))
     }
 
     fn one(text: &str) -> Result<Config, ConfigError> {
         merge(
-            &auth(),
+            auth(),
             &[(PathBuf::from("/p/.pi/sandbox.json"), Some(text.to_string()))],
         )
     }
 
     #[test]
     fn defaults_match_the_design_card() {
-        let c = merge(&auth(), &[]).unwrap();
+        let c = merge(auth(), &[]).unwrap();
         assert!(c.enabled.value);
         assert_eq!(c.mode.value, Mode::ReadWrite);
+        assert_eq!(c.deny_read.value[..3], ["~/.ssh", "~/.aws", "~/.gnupg"]);
+        assert!(c.deny_read.value.contains(&"/a/auth.json".to_string()));
+        assert!(c.deny_read.value.contains(&"/a/models.json".to_string()));
         assert_eq!(
-            c.deny_read.value,
-            vec!["~/.ssh", "~/.aws", "~/.gnupg", "/a/auth.json"]
+            c.deny_read_reasons["/a/models.json"],
+            crate::credentials::MODELS_JSON_WHY
         );
         assert_eq!(c.allow_write.value, vec![".", "/tmp"]);
         assert_eq!(c.deny_write.value, vec![".env", ".env.*", "*.pem", "*.key"]);
@@ -585,7 +625,7 @@ mod tests {
         let g = PathBuf::from("/a/extensions/sandbox.json");
         let p = PathBuf::from("/p/.pi/sandbox.json");
         let c = merge(
-            &auth(),
+            auth(),
             &[
                 (
                     g.clone(),
@@ -608,7 +648,7 @@ mod tests {
 
     #[test]
     fn absent_files_are_skipped_and_recorded() {
-        let c = merge(&auth(), &[(PathBuf::from("/nope.json"), None)]).unwrap();
+        let c = merge(auth(), &[(PathBuf::from("/nope.json"), None)]).unwrap();
         assert_eq!(c.layers, vec![(PathBuf::from("/nope.json"), false)]);
         assert_eq!(c.deny_read.source, Source::Defaults);
     }

@@ -247,10 +247,16 @@ impl Guard {
             }
             let path = canon.resolve(raw, &env.home, &env.cwd)?;
             let source = config.deny_read.source.to_string();
+            let label = match config.deny_read_reasons.get(raw.as_str()) {
+                Some(why) if config.deny_read.source == Source::Defaults => {
+                    format!("denyRead entry '{raw}' ({why})")
+                }
+                _ => format!("denyRead entry '{raw}'"),
+            };
             deny_read.literal(
                 &path,
                 Rule {
-                    label: format!("denyRead entry '{raw}'"),
+                    label,
                     source: source.clone(),
                 },
             );
@@ -518,6 +524,22 @@ impl Guard {
         make: impl Fn(Verdict, String, String, String) -> Decision,
     ) -> Decision {
         let shown = path.display();
+        let process = is_process_file(path);
+        steps.push(|| Step {
+            rule: "a process's files (/proc/<pid>)".into(),
+            source: Source::Mandatory.to_string(),
+            matched: process,
+        });
+        if process {
+            return make(
+                Verdict::Deny,
+                "a process's files (/proc/<pid>)".into(),
+                Source::Mandatory.to_string(),
+                format!(
+                    "Blocked read of {shown}: it is a running process's own state (its environment, memory, command line, open files), pi's own included; it can hold API keys and tokens. Ask the user for what you need instead."
+                ),
+            );
+        }
         let hit = self.deny_read.first_match(path);
         steps.push(|| rule_step("denyRead", hit));
         if let Some(rule) = hit {
@@ -774,6 +796,19 @@ impl Guard {
             return d;
         }
         let root = d.path.clone();
+        if Path::new("/proc").starts_with(&root) {
+            return Decision {
+                verdict: Verdict::Deny,
+                op: Op::Read,
+                path: root.clone(),
+                rule: "a process's files (/proc/<pid>)".into(),
+                source: Source::Mandatory.to_string(),
+                reason: format!(
+                    "Blocked {tool} in {}: it would look inside /proc, where every process's environment and memory can be read. Search a narrower path.",
+                    root.display()
+                ),
+            };
+        }
         let inside = self
             .deny_read_paths
             .iter()
@@ -898,6 +933,18 @@ fn rule_step(list: &str, hit: Option<&Rule>) -> Step {
 }
 
 /// `.env` or `.env.<anything>` (seed 000).
+/// `/proc/<pid>/...` (and so `/proc/self`, `/proc/thread-self`, which resolve to it): a
+/// process's environment, memory, command line and file descriptors.
+pub fn is_process_file(path: &Path) -> bool {
+    let mut c = path.components();
+    c.next() == Some(std::path::Component::RootDir)
+        && c.next().is_some_and(|p| p.as_os_str() == "proc")
+        && c.next().is_some_and(|pid| {
+            let b = pid.as_os_str().as_encoded_bytes();
+            !b.is_empty() && b.iter().all(u8::is_ascii_digit)
+        })
+}
+
 pub fn is_env_file(path: &Path) -> bool {
     path.file_name()
         .and_then(|n| n.to_str())

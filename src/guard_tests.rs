@@ -36,7 +36,7 @@ impl World {
     /// narrows allowWrite to the project so that "outside" really is outside.
     fn config(&self, project_json: &str) -> Config {
         merge(
-            &self.env.auth_json(),
+            crate::config::Config::defaults_for(&self.env),
             &[
                 (
                     self.env.global_config(),
@@ -71,7 +71,8 @@ fn reads_under_deny_read_entries_are_blocked_and_named() {
     let g = w.guard("{}");
     let d = g.check(Op::Read, &w.p("home/.ssh/id_rsa"));
     assert_eq!(d.verdict, Verdict::Deny);
-    assert_eq!(d.rule, "denyRead entry '~/.ssh'");
+    // a default entry says why it is there
+    assert_eq!(d.rule, "denyRead entry '~/.ssh' (SSH private keys)");
     assert_eq!(d.source, "built-in defaults");
     assert!(d.reason.contains("filesystem.denyRead"), "{}", d.reason);
     // the directory itself, and a file that does not exist yet
@@ -260,7 +261,7 @@ fn glob_metacharacters_in_the_project_path_are_escaped() {
         session_dir: None,
     };
     let cfg = merge(
-        &env.auth_json(),
+        crate::config::Config::defaults_for(&env),
         &[(
             env.project_config(),
             Some(r#"{"filesystem":{"denyWrite":["config/*.json"]}}"#.into()),
@@ -672,4 +673,36 @@ fn dependency_trees_and_git_data_are_exempt_from_deny_write_in_the_guard_too() {
         verdict(&g, Op::Write, &w.p("proj/x.pem/target/y")),
         Verdict::Deny
     );
+}
+
+#[test]
+fn a_process_own_files_are_never_read_whichever_spelling() {
+    let w = World::new();
+    let g = w.guard("{}");
+    let pid = std::process::id();
+    for p in [
+        "/proc/self/environ".to_string(),
+        "/proc/thread-self/environ".to_string(),
+        format!("/proc/{pid}/environ"),
+        format!("/proc/{pid}/mem"),
+        format!("/proc/{pid}/maps"),
+        format!("/proc/{pid}/cmdline"),
+        format!("/proc/{pid}/task/{pid}/environ"),
+        "/proc/1/environ".to_string(),
+    ] {
+        let d = g.check(Op::Read, Path::new(&p));
+        assert_eq!(d.verdict, Verdict::Deny, "{p}");
+        assert_eq!(d.rule, "a process's files (/proc/<pid>)", "{p}");
+    }
+    // the kernel's own files stay readable
+    assert_eq!(
+        verdict(&g, Op::Read, Path::new("/proc/cpuinfo")),
+        Verdict::Allow
+    );
+    // and a search from / or /proc would walk into them
+    for root in ["/", "/proc"] {
+        let d = g.check_search(Path::new(root), "grep");
+        assert_eq!(d.verdict, Verdict::Deny, "{root}");
+        assert_eq!(d.rule, "a process's files (/proc/<pid>)");
+    }
 }

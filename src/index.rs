@@ -913,7 +913,7 @@ mod tests_support {
         let env = crate::config::Env::under(&root);
         fs::create_dir_all(&env.cwd).unwrap();
         fs::create_dir_all(root.join("outside/stash/.pi")).unwrap();
-        let cfg = crate::config::merge(&env.auth_json(), &[]).unwrap();
+        let cfg = crate::config::merge(crate::config::Config::defaults_for(&env), &[]).unwrap();
         let guard = Guard::new(&cfg, &env, crate::guard::ApprovalMode::Ask).unwrap();
         World { _t: t, root, guard }
     }

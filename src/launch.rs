@@ -99,6 +99,8 @@ pub struct Launch {
     /// (the kernel detaches mounts in other namespaces on rmdir). An empty directory is
     /// invisible to git and builds.
     pub placeholders: Vec<PathBuf>,
+    /// Environment variables the spawner must not pass (bwrap unsets them as well).
+    pub unset_env: Vec<String>,
 }
 
 impl Launch {
@@ -199,13 +201,22 @@ fn create_placeholders(placeholders: &[PathBuf]) -> Result<(), LaunchError> {
 fn bwrap_launch(
     bwrap_program: &Path,
     features: bwrap::Features,
+    unset_env: &[String],
     plan: &MountPlan,
     command: &[OsString],
     script: Option<&str>,
     tmp_dir: &Path,
 ) -> Result<Launch, LaunchError> {
     let filters = crate::platform::seccomp::kernel_filters().map_err(LaunchError::Seccomp)?;
-    let built = bwrap::build(plan, features, filters.len(), command)?;
+    let built = bwrap::build(
+        plan,
+        bwrap::Extras {
+            features,
+            filters: filters.len(),
+            unset_env,
+        },
+        command,
+    )?;
     create_placeholders(&plan.placeholders)?;
     let options: Vec<OsString> = built
         .args
@@ -230,6 +241,7 @@ fn bwrap_launch(
         fds,
         temp_files: vec![],
         placeholders: plan.placeholders.clone(),
+        unset_env: unset_env.to_vec(),
     })
 }
 
@@ -257,6 +269,8 @@ pub struct Setup<'a> {
     pub program: &'a Path,
     /// What that bwrap can do beyond its basics.
     pub features: bwrap::Features,
+    /// Environment variables the command does not get (secrets, see `environment`).
+    pub unset_env: &'a [String],
     /// The policy's decision for this command.
     pub network: Network,
     /// Where temp files go (the host's TMPDIR).
@@ -289,6 +303,7 @@ pub fn bwrap(setup: &Setup, command: Command) -> Result<Launch, LaunchError> {
             bwrap_launch(
                 setup.program,
                 setup.features,
+                setup.unset_env,
                 &plan,
                 &argv,
                 Some(text),
@@ -300,6 +315,7 @@ pub fn bwrap(setup: &Setup, command: Command) -> Result<Launch, LaunchError> {
             bwrap_launch(
                 setup.program,
                 setup.features,
+                setup.unset_env,
                 &plan,
                 argv,
                 None,
@@ -442,6 +458,7 @@ pub fn seatbelt(setup: &Setup, command: &str) -> Result<Launch, LaunchError> {
         fds: vec![],
         temp_files: vec![profile_file, script],
         placeholders: vec![],
+        unset_env: setup.unset_env.to_vec(),
     })
 }
 
@@ -451,7 +468,7 @@ mod tests {
 
     /// The default policy for `env` (laid out under `root`), and a temp dir under `root`.
     fn default_guard(root: &Path, env: &crate::config::Env) -> (Guard, PathBuf) {
-        let cfg = crate::config::merge(&env.auth_json(), &[]).unwrap();
+        let cfg = crate::config::merge(crate::config::Config::defaults_for(env), &[]).unwrap();
         let guard = Guard::new(&cfg, env, crate::guard::ApprovalMode::Ask).unwrap();
         let tmp = root.join("tmp");
         std::fs::create_dir_all(&tmp).unwrap();
@@ -465,6 +482,7 @@ mod tests {
             features: bwrap::Features {
                 disable_userns: true,
             },
+            unset_env: &[],
             network: Network::Off,
             tmp_dir: tmp,
             scan,

@@ -4,6 +4,8 @@
 pub mod audit;
 pub mod commands;
 pub mod config;
+pub mod credentials;
+pub mod environment;
 pub mod guard;
 pub mod index;
 pub mod launch;
@@ -173,6 +175,16 @@ impl PreparedCommand {
     #[napi(getter, catch_unwind)]
     pub fn args(&self) -> napi::Result<Option<Vec<String>>, String> {
         self.launch.as_ref().map(|l| utf8_args(&l.args)).transpose()
+    }
+
+    /// Environment variables to leave out of the child's environment: secrets (see
+    /// `Sandbox.droppedEnv`). bwrap unsets them too; sandbox-exec relies on the spawner.
+    #[napi(getter, catch_unwind)]
+    pub fn unset_env(&self) -> Vec<String> {
+        self.launch
+            .as_ref()
+            .map(|l| l.unset_env.clone())
+            .unwrap_or_default()
     }
 
     /// All of the sandbox's arguments, options included, for display.
@@ -693,6 +705,21 @@ impl Sandbox {
         self.commands.session().index_status()
     }
 
+    /// The variables of pi's environment that sandboxed commands do not get, and why (names
+    /// only: never a value).
+    #[napi(catch_unwind)]
+    pub fn dropped_env(&self) -> Vec<JsDroppedEnv> {
+        self.commands
+            .session()
+            .dropped_env()
+            .into_iter()
+            .map(|d| JsDroppedEnv {
+                name: d.name,
+                why: d.why,
+            })
+            .collect()
+    }
+
     /// False when the config says `enabled: false`.
     #[napi(getter, catch_unwind)]
     pub fn enabled(&self) -> bool {
@@ -790,6 +817,12 @@ pub fn parse_mode(mode: String) -> napi::Result<String, String> {
                 format!("unknown sandbox mode {mode:?}; use {}", config::MODE_HELP),
             )
         })
+}
+
+#[napi(object)]
+pub struct JsDroppedEnv {
+    pub name: String,
+    pub why: String,
 }
 
 #[napi(object)]

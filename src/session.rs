@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::audit::{Auditor, Finding};
 use crate::config::{self, Config, ConfigError, Env, Mode, Source, MODE_HELP};
+use crate::environment::{self, EnvPolicy};
 use crate::guard::{ApprovalMode, Decision, Guard, GuardError, KnownGitDirs, Op, Step, Verdict};
 use crate::index::Index;
 use crate::launch::{self, Command, Launch, LaunchError};
@@ -95,6 +96,14 @@ fn paths_in_error_line(line: &str) -> Vec<String> {
     out
 }
 
+/// The names in pi's environment now (the extension spawns with it; Node's `process.env`
+/// writes through to it).
+fn process_env_names() -> Vec<String> {
+    std::env::vars_os()
+        .map(|(k, _)| k.to_string_lossy().into_owned())
+        .collect()
+}
+
 /// `PI_SANDBOX_INDEX=off` turns the index off: every command walks the trees in full.
 fn index_wanted() -> bool {
     std::env::var_os("PI_SANDBOX_INDEX").is_none_or(|v| v != "off")
@@ -146,6 +155,7 @@ pub struct Session {
 struct Loaded {
     config: Config,
     guard: Guard,
+    env_policy: EnvPolicy,
 }
 
 fn stamp_of(files: &[PathBuf]) -> Stamp {
@@ -252,7 +262,24 @@ impl Session {
         };
         let config = config::load(&self.options.env)?;
         let guard = Guard::new(&config, &self.options.env, approval)?;
-        Ok(Loaded { config, guard })
+        let names = process_env_names();
+        let read_by_pi = environment::models_json_vars(
+            &self.options.env.agent_dir,
+            names.iter().map(String::as_str),
+        );
+        let env_policy =
+            EnvPolicy::new(&config.env_allow.value, &config.env_deny.value, read_by_pi).map_err(
+                |e| LoadError {
+                    code: "E_CONFIG_SCHEMA",
+                    message: format!("{}: '{}': {}", e.key, e.entry, e.message),
+                    file: None,
+                },
+            )?;
+        Ok(Loaded {
+            config,
+            guard,
+            env_policy,
+        })
     }
 
     pub fn error(&self) -> Option<&LoadError> {
@@ -261,6 +288,17 @@ impl Session {
 
     pub fn guard(&self) -> Option<&Guard> {
         self.state.as_ref().ok().map(|l| &l.guard)
+    }
+
+    /// The variables of pi's environment a sandboxed command does not get, and why.
+    pub fn dropped_env(&self) -> Vec<environment::Dropped> {
+        match &self.state {
+            Ok(l) => {
+                let names = process_env_names();
+                l.env_policy.dropped(names.iter().map(String::as_str))
+            }
+            Err(_) => vec![],
+        }
     }
 
     pub fn env(&self) -> &Env {
@@ -461,10 +499,12 @@ impl Session {
         auditor.baseline(&scan);
         self.remember(&scan);
         let tmp = std::env::temp_dir();
+        let unset_env: Vec<String> = self.dropped_env().into_iter().map(|d| d.name).collect();
         let setup = |program, features| launch::Setup {
             guard,
             program,
             features,
+            unset_env: &unset_env,
             network,
             tmp_dir: &tmp,
             scan: &scan,
@@ -616,7 +656,30 @@ impl Session {
             "\nBash's index of the writable trees: {}",
             self.index_status()
         );
+        let dropped = self.dropped_env();
+        if let Ok(l) = &self.state {
+            let _ = writeln!(
+                out,
+                "\nEnvironment variables sandboxed commands do not get (env.allow: {}; env.deny: {}):",
+                show_list(&l.config.env_allow.value),
+                show_list(&l.config.env_deny.value)
+            );
+            if dropped.is_empty() {
+                let _ = writeln!(out, "  none");
+            }
+            for d in &dropped {
+                let _ = writeln!(out, "  {} — {}", d.name, d.why);
+            }
+        }
         out
+    }
+}
+
+fn show_list(v: &[String]) -> String {
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(", ")
     }
 }
 

@@ -49,9 +49,10 @@ export function makeWorld(name = "pi") {
  * @param {ReturnType<typeof makeWorld>} o.world
  * @param {string[]} [o.args]  extra pi arguments
  * @param {Record<string,string>} [o.env]  extra environment
+ * @param {string} [o.apiKey]  the mock provider's apiKey in models.json
  */
-export async function runPi({ script, world, args = [], env = {}, cwd = world.project }) {
-  const { model, childEnv } = await prepare(world, script, env);
+export async function runPi({ script, world, args = [], env = {}, cwd = world.project, apiKey = "x" }) {
+  const { model, childEnv } = await prepare(world, script, env, apiKey);
   // Extra args go first: pi 0.73 lets an unknown flag take the next bare word as its value,
   // so `--no-sandbox go` would swallow the prompt.
   const argv = [...args, "-p", ...commonArgs(), "go"];
@@ -141,7 +142,8 @@ export async function runPiRpc({
   return { code, stderr, dialogs, uiEvents, messages, results: model.results() };
 }
 
-async function prepare(world, script, env) {
+/** `apiKey` is the mock provider's models.json value: a literal, or a variable's name. */
+async function prepare(world, script, env, apiKey = "x") {
   const model = await startMockModel(script);
   writeFileSync(
     path.join(world.agentDir, "models.json"),
@@ -150,7 +152,7 @@ async function prepare(world, script, env) {
         mock: {
           baseUrl: `http://127.0.0.1:${model.port}/v1`,
           api: "openai-completions",
-          apiKey: "x",
+          apiKey,
           compat: { supportsDeveloperRole: false },
           models: [{ id: "mock-1", name: "mock", reasoning: false, input: ["text"], contextWindow: 100000, maxTokens: 4000, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 } }],
         },

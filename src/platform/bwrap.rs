@@ -93,14 +93,27 @@ pub struct Features {
     pub disable_userns: bool,
 }
 
+/// What a run adds to the mount plan.
+#[derive(Debug, Clone, Copy)]
+pub struct Extras<'a> {
+    pub features: Features,
+    /// How many seccomp programs are loaded, in order, each from its own fd.
+    pub filters: usize,
+    /// Environment variables the command does not get.
+    pub unset_env: &'a [String],
+}
+
 /// The bwrap arguments (without the `bwrap` program itself), ending in `-- <command...>`.
-/// `filters` seccomp programs are loaded in order, each from its own fd.
 pub fn build(
     plan: &MountPlan,
-    features: Features,
-    filters: usize,
+    extras: Extras,
     command: &[OsString],
 ) -> Result<BwrapArgs, BwrapError> {
+    let Extras {
+        features,
+        filters,
+        unset_env,
+    } = extras;
     let mut out = BwrapArgs {
         args: Vec::new(),
         fds: Vec::new(),
@@ -186,6 +199,10 @@ pub fn build(
             script.into(),
         ]);
     }
+    // Names come from the environment itself, which cannot hold NUL bytes.
+    for name in unset_env.iter().filter(|n| !n.contains('\0')) {
+        out.args.extend(["--unsetenv".into(), name.into()]);
+    }
     // The host's TMPDIR is read-only or invisible inside; mktemp and friends need one that
     // is writable: the private /tmp.
     out.args
@@ -224,8 +241,12 @@ mod tests {
         }
     }
 
-    const NO_FEATURES: Features = Features {
-        disable_userns: false,
+    const NONE: Extras = Extras {
+        features: Features {
+            disable_userns: false,
+        },
+        filters: 0,
+        unset_env: &[],
     };
 
     fn strings(v: &[OsString]) -> Vec<String> {
@@ -236,10 +257,13 @@ mod tests {
     fn golden_argv_in_the_tested_order() {
         let built = build(
             &plan(),
-            Features {
-                disable_userns: true,
+            Extras {
+                features: Features {
+                    disable_userns: true,
+                },
+                filters: 2,
+                unset_env: &["GITHUB_TOKEN".into()],
             },
-            2,
             &["bash".into(), "-l".into(), "/tmp/pi-bash-1-2-abc.sh".into()],
         )
         .unwrap();
@@ -257,6 +281,7 @@ mod tests {
             --ro-bind /dev/null /home/u/.pi/agent/auth.json
             --bind-fd 9 /home/u/.pi/agent/sessions
             --ro-bind-data 10 /tmp/pi-bash-1-2-abc.sh
+            --unsetenv GITHUB_TOKEN
             --setenv TMPDIR /tmp
             --chdir /w/proj/src
             -- bash -l /tmp/pi-bash-1-2-abc.sh"
@@ -283,7 +308,7 @@ mod tests {
     fn network_on_keeps_the_host_network() {
         let mut p = plan();
         p.network = Network::On;
-        let args = strings(&build(&p, NO_FEATURES, 0, &["true".into()]).unwrap().args);
+        let args = strings(&build(&p, NONE, &["true".into()]).unwrap().args);
         assert!(!args.contains(&"--unshare-net".to_string()));
         // an older bwrap: the seccomp filter alone keeps user namespaces out
         assert!(!args.contains(&"--disable-userns".to_string()));
@@ -299,7 +324,7 @@ mod tests {
             kind: MountKind::Writable,
         });
         assert!(matches!(
-            build(&p, NO_FEATURES, 0, &[]),
+            build(&p, NONE, &[]),
             Err(BwrapError::NulByte { .. })
         ));
         let mut p = plan();
@@ -308,7 +333,7 @@ mod tests {
             kind: MountKind::MaskFile,
         });
         assert!(matches!(
-            build(&p, NO_FEATURES, 0, &[]),
+            build(&p, NONE, &[]),
             Err(BwrapError::NotAbsolute { .. })
         ));
     }

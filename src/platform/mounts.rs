@@ -583,7 +583,7 @@ mod tests {
 
     fn guard(project_json: &str, env: &Env) -> Guard {
         let cfg = merge(
-            &env.auth_json(),
+            crate::config::Config::defaults_for(env),
             &[(env.project_config(), Some(project_json.to_string()))],
         )
         .unwrap();

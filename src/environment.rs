@@ -1,0 +1,255 @@
+//! The environment a sandboxed command gets: pi's, without its secrets. A variable is dropped
+//! when its name matches one of `SECRET_PATTERNS`, when pi reads an API key from it (its
+//! `models.json` names the variable), or when `env.deny` lists it; `env.allow` keeps a
+//! variable whatever else says (the user's explicit choice). Pure but for `models_json_vars`,
+//! which reads the file at the edge.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+
+/// Name patterns of variables that usually hold secrets (case-insensitive), with why.
+pub const SECRET_PATTERNS: &[(&str, &str)] = &[
+    ("*_TOKEN", "a token"),
+    ("*_TOKEN_*", "a token"),
+    ("*SECRET*", "a secret"),
+    ("*_KEY", "a key"),
+    ("*_KEY_*", "a key"),
+    ("*API_KEY*", "an API key"),
+    ("*APIKEY*", "an API key"),
+    ("*PRIVATE_KEY*", "a private key"),
+    ("*PASSWORD*", "a password"),
+    ("*PASSWD*", "a password"),
+    ("*_PAT", "a personal access token"),
+    ("*CREDENTIAL*", "credentials"),
+    ("*_AUTH", "credentials"),
+    ("*_AUTH_*", "credentials (or an agent socket)"),
+    ("*_COOKIE*", "a session cookie"),
+    ("*_DSN", "a connection string with credentials"),
+    ("*DATABASE_URL*", "a connection string with credentials"),
+    ("AWS_*", "AWS credentials and settings"),
+    ("DBUS_SESSION_BUS_ADDRESS", "the host's D-Bus session bus"),
+];
+
+/// Why a variable is dropped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dropped {
+    pub name: String,
+    pub why: String,
+}
+
+/// The compiled rules.
+#[derive(Debug, Clone)]
+pub struct EnvPolicy {
+    patterns: GlobSet,
+    allow: GlobSet,
+    deny: GlobSet,
+    /// Variables pi reads an API key from, named by its `models.json`.
+    read_by_pi: BTreeSet<String>,
+}
+
+/// A bad `env.allow` / `env.deny` entry: which list, which entry, why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvRuleError {
+    pub key: &'static str,
+    pub entry: String,
+    pub message: String,
+}
+
+fn glob_set(key: &'static str, entries: &[String]) -> Result<GlobSet, EnvRuleError> {
+    let mut b = GlobSetBuilder::new();
+    for entry in entries {
+        if !entry
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '*' | '?'))
+        {
+            return Err(EnvRuleError {
+                key,
+                entry: entry.clone(),
+                message: "a variable name or a pattern of letters, digits, '_', '*' and '?'".into(),
+            });
+        }
+        let glob = GlobBuilder::new(entry)
+            .case_insensitive(true)
+            .build()
+            .map_err(|e| EnvRuleError {
+                key,
+                entry: entry.clone(),
+                message: e.kind().to_string(),
+            })?;
+        b.add(glob);
+    }
+    b.build().map_err(|e| EnvRuleError {
+        key,
+        entry: entries.join(", "),
+        message: e.to_string(),
+    })
+}
+
+impl EnvPolicy {
+    pub fn new(
+        allow: &[String],
+        deny: &[String],
+        read_by_pi: BTreeSet<String>,
+    ) -> Result<EnvPolicy, EnvRuleError> {
+        let builtin: Vec<String> = SECRET_PATTERNS.iter().map(|(p, _)| p.to_string()).collect();
+        Ok(EnvPolicy {
+            patterns: glob_set("(built-in)", &builtin).expect("built-in patterns compile"),
+            allow: glob_set("env.allow", allow)?,
+            deny: glob_set("env.deny", deny)?,
+            read_by_pi,
+        })
+    }
+
+    /// Why `name` is dropped, or None when it is kept.
+    pub fn judge(&self, name: &str) -> Option<String> {
+        if self.allow.is_match(name) {
+            return None;
+        }
+        if self.read_by_pi.contains(name) {
+            return Some("pi reads an API key from it (models.json)".into());
+        }
+        if self.deny.is_match(name) {
+            return Some("listed in env.deny".into());
+        }
+        self.patterns.matches(name).first().map(|&i| {
+            format!(
+                "its name looks like {} ({})",
+                SECRET_PATTERNS[i].1, SECRET_PATTERNS[i].0
+            )
+        })
+    }
+
+    /// The variables among `names` that are dropped, sorted by name.
+    pub fn dropped<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Vec<Dropped> {
+        let mut out: Vec<Dropped> = names
+            .into_iter()
+            .filter_map(|n| {
+                self.judge(n).map(|why| Dropped {
+                    name: n.to_string(),
+                    why,
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out.dedup_by(|a, b| a.name == b.name);
+        out
+    }
+}
+
+/// The variables pi's `models.json` takes API keys from: each provider's `apiKey` that names a
+/// variable set in `env_names` (pi resolves such a value from the environment). A file that
+/// is missing or unreadable names none; pi reports its errors itself.
+pub fn models_json_vars<'a>(
+    agent_dir: &Path,
+    env_names: impl IntoIterator<Item = &'a str>,
+) -> BTreeSet<String> {
+    let set: BTreeSet<&str> = env_names.into_iter().collect();
+    let Ok(text) = std::fs::read_to_string(agent_dir.join("models.json")) else {
+        return BTreeSet::new();
+    };
+    let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return BTreeSet::new();
+    };
+    let mut out = BTreeSet::new();
+    if let Some(providers) = json.get("providers").and_then(|p| p.as_object()) {
+        for provider in providers.values() {
+            if let Some(key) = provider.get("apiKey").and_then(|k| k.as_str()) {
+                if set.contains(key) {
+                    out.insert(key.to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(allow: &[&str], deny: &[&str], pi: &[&str]) -> EnvPolicy {
+        let v = |x: &[&str]| x.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        EnvPolicy::new(
+            &v(allow),
+            &v(deny),
+            pi.iter().map(|s| s.to_string()).collect(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn secrets_go_and_ordinary_variables_stay() {
+        let p = policy(&[], &[], &[]);
+        for secret in [
+            "GITHUB_TOKEN",
+            "GH_TOKEN",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_PROFILE",
+            "ANTHROPIC_API_KEY",
+            "OPENAI_API_KEY",
+            "XIAOMI_TOKEN_PLAN_AMS_API_KEY",
+            "DB_PASSWORD",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "SSH_AUTH_SOCK",
+            "SENTRY_DSN",
+            "DATABASE_URL",
+            "github_token",
+            "DBUS_SESSION_BUS_ADDRESS",
+        ] {
+            assert!(p.judge(secret).is_some(), "{secret}");
+        }
+        for plain in [
+            "PATH",
+            "HOME",
+            "LANG",
+            "TERM",
+            "USER",
+            "SHELL",
+            "PWD",
+            "TMPDIR",
+            "EDITOR",
+            "VIRTUAL_ENV",
+            "NODE_OPTIONS",
+            "CARGO_HOME",
+            "RUSTUP_TOOLCHAIN",
+            "KEYMAP",
+            "GOOGLE_CLOUD_PROJECT",
+            "TOKENIZERS_PARALLELISM",
+        ] {
+            assert_eq!(p.judge(plain), None, "{plain}");
+        }
+    }
+
+    #[test]
+    fn allow_wins_deny_adds_and_pis_own_variables_go() {
+        let p = policy(&["NPM_TOKEN"], &["MY_*"], &["CORP_LLM"]);
+        assert_eq!(p.judge("NPM_TOKEN"), None);
+        assert!(p.judge("MY_THING").unwrap().contains("env.deny"));
+        assert!(p.judge("CORP_LLM").unwrap().contains("models.json"));
+        let d = p.dropped(["PATH", "MY_THING", "CORP_LLM", "MY_THING"]);
+        let names: Vec<&str> = d.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, ["CORP_LLM", "MY_THING"]);
+    }
+
+    #[test]
+    fn bad_entries_name_their_list() {
+        let e = EnvPolicy::new(&["A=B".into()], &[], BTreeSet::new()).unwrap_err();
+        assert_eq!(e.key, "env.allow");
+        assert_eq!(e.entry, "A=B");
+    }
+
+    #[test]
+    fn models_json_names_the_variables_pi_reads() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(
+            t.path().join("models.json"),
+            r#"{"providers":{"corp":{"apiKey":"CORP_LLM","baseUrl":"x"},"lit":{"apiKey":"sk-literal"},"unset":{"apiKey":"NOT_SET"}}}"#,
+        )
+        .unwrap();
+        let got = models_json_vars(t.path(), ["CORP_LLM", "PATH"]);
+        assert_eq!(got, BTreeSet::from(["CORP_LLM".to_string()]));
+        assert!(models_json_vars(&t.path().join("none"), ["X"]).is_empty());
+    }
+}
