@@ -4,10 +4,10 @@
 // test that fails if it works; beside them, the ordinary work that must keep working.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { runPreparedSync } from "./helpers/launch.mjs";
+import { runPrepared, runPreparedSync } from "./helpers/launch.mjs";
 import { makeWorld, openPathForAnyone, repo } from "./helpers/pi-run.mjs";
 
 const { Sandbox } = await import(path.join(repo, "index.js"));
@@ -160,3 +160,148 @@ print(" ".join(out))
   assert.match(r.stdout, /worker7/);
   assert.match(r.stdout, /strace-ok/);
 });
+
+/** A host service on a unix socket that runs what it is sent, as the docker daemon or the
+ *  systemd user manager would: `marker` appears when anything got through. */
+function startExecService(address, marker) {
+  const code = String.raw`
+import socket, subprocess, sys
+addr, marker = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_UNIX)
+s.bind(("\0" + addr[1:]) if addr.startswith("@") else addr)
+s.listen(16)
+print("ready", flush=True)
+while True:
+    c, _ = s.accept()
+    cmd = c.recv(4096).decode()
+    subprocess.run(["sh", "-c", cmd + " && touch " + marker])
+    c.sendall(b"ran\n")
+    c.close()
+`;
+  const child = spawn("python3", ["-c", code, address, marker], { stdio: ["ignore", "pipe", "inherit"] });
+  return new Promise((resolve) => child.stdout.once("data", () => resolve(child)));
+}
+
+const CLIENT = String.raw`
+import socket, sys
+for a in sys.argv[1:]:
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(("\0" + a[1:]) if a.startswith("@") else a)
+        s.sendall(b"true")
+        print("through", a, s.recv(10))
+    except OSError as e:
+        print("refused", a, e.errno)
+`;
+
+test("no unix socket outside the sandbox answers: an ssh-agent and a host exec service, by path and abstract name, network off and on", async (t) => {
+  const { w, sandbox, runAsync } = socketSetup(t);
+  const run = path.join(w.root, "run-user");
+  mkdirSync(run, { recursive: true });
+  // A real ssh-agent holding a key, its socket where XDG_RUNTIME_DIR would put it.
+  const agentSock = path.join(run, "ssh-agent.sock");
+  const agent = spawnSync("ssh-agent", ["-a", agentSock], { encoding: "utf8" });
+  const agentPid = Number(/SSH_AGENT_PID=(\d+)/.exec(agent.stdout)[1]);
+  t.after(() => process.kill(agentPid));
+  spawnSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "pi-sandbox-test-key", "-f", path.join(w.root, "key")]);
+  const added = spawnSync("ssh-add", [path.join(w.root, "key")], { env: { ...process.env, SSH_AUTH_SOCK: agentSock }, encoding: "utf8" });
+  assert.equal(added.status, 0, added.stderr);
+  // The premise: outside the sandbox the agent lists the key.
+  assert.match(spawnSync("ssh-add", ["-l"], { env: { ...process.env, SSH_AUTH_SOCK: agentSock }, encoding: "utf8" }).stdout, /pi-sandbox-test-key/);
+
+  const marker = path.join(w.root, "host-ran");
+  const pathSock = path.join(run, "exec.sock");
+  const abstract = `@pi-sandbox-exec-${process.pid}`;
+  const services = [await startExecService(pathSock, marker), await startExecService(abstract, marker)];
+  t.after(() => services.forEach((s) => s.kill()));
+  // The premise again: from outside, the service runs what it gets.
+  writeFileSync(path.join(w.project, "client.py"), CLIENT);
+  spawnSync("python3", [path.join(w.project, "client.py"), pathSock]);
+  assert.ok(existsSync(marker), "the exec service does not work outside the sandbox");
+  rmSync(marker);
+
+  for (const network of ["off", "on"]) {
+    const r = await runAsync(`SSH_AUTH_SOCK=${agentSock} ssh-add -l; echo "ssh-add=$?"; python3 client.py ${pathSock} ${abstract}`, network);
+    assert.doesNotMatch(r.stdout, /pi-sandbox-test-key|through/, `network ${network}: ${r.stdout}`);
+    assert.match(r.stdout, /ssh-add=2/);
+    assert.match(r.stdout, new RegExp(`refused ${pathSock} 13`));
+    // With network off the host's abstract names are in another namespace altogether.
+    assert.match(r.stdout, new RegExp(`refused ${abstract} ${network === "off" ? 111 : 13}`));
+    assert.equal(existsSync(marker), false, `network ${network}: the host service ran a command`);
+    // Each refusal is reported after the command, naming the socket.
+    assert.ok(r.findings.some((f) => f.includes(agentSock) && /outside the sandbox/.test(f)), r.findings.join("\n"));
+  }
+});
+
+test("network.allowUnixSockets exposes the sockets the user lists, and only those", async (t) => {
+  const { w, runAsync } = socketSetup(t, (w) => ({ network: { allowUnixSockets: [path.join(w.root, "run-user", "exposed.sock")] } }));
+  const marker = path.join(w.root, "host-ran");
+  const exposed = path.join(w.root, "run-user", "exposed.sock");
+  const other = path.join(w.root, "run-user", "other.sock");
+  mkdirSync(path.dirname(exposed), { recursive: true });
+  const services = [await startExecService(exposed, marker), await startExecService(other, `${marker}-other`)];
+  t.after(() => services.forEach((s) => s.kill()));
+  writeFileSync(path.join(w.project, "client.py"), CLIENT);
+  const r = await runAsync(`python3 client.py ${exposed} ${other}`, "off");
+  assert.match(r.stdout, new RegExp(`through ${exposed}`));
+  assert.match(r.stdout, new RegExp(`refused ${other} 13`));
+  assert.equal(existsSync(`${marker}-other`), false);
+  assert.match(sandboxOf(w).describe(), /allowUnixSockets/);
+});
+
+test("local IPC inside the sandbox keeps working: servers and clients it starts, multiprocessing's Manager, socketpair; unix datagram sockets are refused", async (t) => {
+  const { w, runAsync } = socketSetup(t);
+  writeFileSync(
+    path.join(w.project, "ipc.py"),
+    String.raw`
+import multiprocessing, os, socket, tempfile, threading
+out = []
+def serve(srv):
+    c, _ = srv.accept(); c.sendall(c.recv(10)); c.close()
+for where in (tempfile.mkdtemp(), os.getcwd()):
+    p = os.path.join(where, "srv.sock")
+    srv = socket.socket(socket.AF_UNIX); srv.bind(p); srv.listen(1)
+    threading.Thread(target=serve, args=(srv,)).start()
+    c = socket.socket(socket.AF_UNIX); c.connect(p); c.sendall(b"echo"); out.append(c.recv(10).decode())
+    os.unlink(p)
+name = "\0pi-own-%d" % os.getpid()
+srv = socket.socket(socket.AF_UNIX); srv.bind(name); srv.listen(1)
+threading.Thread(target=serve, args=(srv,)).start()
+c = socket.socket(socket.AF_UNIX); c.connect(name); c.sendall(b"abstract"); out.append(c.recv(10).decode())
+with multiprocessing.Manager() as m:
+    d = m.dict(); d["k"] = "manager"; out.append(d["k"])
+a, b = socket.socketpair(); a.sendall(b"pair"); out.append(b.recv(4).decode())
+try:
+    socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); out.append("dgram-open")
+except OSError as e:
+    out.append("dgram-%d" % e.errno)
+print(" ".join(out))
+`,
+  );
+  for (const network of ["off", "on"]) {
+    const r = await runAsync("python3 ipc.py", network);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /echo echo abstract manager pair dgram-1/, `network ${network}`);
+    assert.deepEqual(r.findings, []);
+  }
+});
+
+function sandboxOf(w) {
+  return Sandbox.load({ cwd: w.project, home: w.home, agentDir: w.agentDir, approvalMode: "ask" });
+}
+
+/** A world (with an optional global config made from it) and an async sandboxed run. */
+function socketSetup(t, globalConfig) {
+  const w = makeWorld("sockets");
+  t.after(w.cleanup);
+  if (globalConfig) {
+    mkdirSync(path.join(w.agentDir, "extensions"), { recursive: true });
+    writeFileSync(path.join(w.agentDir, "extensions", "sandbox.json"), JSON.stringify(globalConfig(w)));
+  }
+  const runAsync = (command, network) => {
+    const p = sandboxOf(w).prepareBash(command, network);
+    assert.equal(p.verdict, "sandboxed", p.reason);
+    return runPrepared(p, { cwd: w.project, env: { ...process.env, TMPDIR: w.tmp } });
+  };
+  return { w, sandbox: () => sandboxOf(w), runAsync };
+}

@@ -65,5 +65,7 @@ if [ "$(uname -s)-$(uname -m)" = "Linux-x86_64" ] && [ ! -x .compat/node_modules
   (cd .compat && npm install --no-audit --no-fund --loglevel=error "$compat_pi" "$compat_node")
 fi
 
-say "building the native addon (napi build --release)"
-npx napi build --platform --release >/dev/null 2>&1 || npx napi build --platform --release
+say "building the native addon and pi-sandbox-init (npm run build)"
+npm run -s build >/dev/null 2>&1 || npm run -s build
+# Rust's own tests find pi-sandbox-init beside their executables (target/debug).
+cargo build -q --manifest-path crates/pi-sandbox-init/Cargo.toml --target-dir target

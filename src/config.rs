@@ -93,6 +93,10 @@ pub struct Config {
     pub mode: Sourced<Mode>,
     pub allowed_domains: Sourced<Vec<String>>,
     pub denied_domains: Sourced<Vec<String>>,
+    /// Unix sockets outside the sandbox a command may connect to (paths).
+    pub allow_unix_sockets: Sourced<Vec<String>>,
+    /// Every unix socket may be connected to: the supervisor's check is off.
+    pub allow_all_unix_sockets: Sourced<bool>,
     pub deny_read: Sourced<Vec<String>>,
     pub allow_write: Sourced<Vec<String>>,
     pub deny_write: Sourced<Vec<String>>,
@@ -143,6 +147,8 @@ impl Config {
             mode: Sourced::default(Mode::ReadWrite),
             allowed_domains: Sourced::default(strings(DEFAULT_ALLOWED_DOMAINS)),
             denied_domains: Sourced::default(vec![]),
+            allow_unix_sockets: Sourced::default(vec![]),
+            allow_all_unix_sockets: Sourced::default(false),
             deny_read: Sourced::default(deny_read.iter().map(|(p, _)| p.clone()).collect()),
             deny_read_reasons: deny_read.into_iter().collect(),
             allow_write: Sourced::default(strings(&[".", "/tmp"])),
@@ -252,8 +258,8 @@ struct FileLayer {
 struct NetworkLayer {
     allowed_domains: Option<Vec<String>>,
     denied_domains: Option<Vec<String>>,
-    allow_unix_sockets: Option<Value>,
-    allow_all_unix_sockets: Option<Value>,
+    allow_unix_sockets: Option<Vec<String>>,
+    allow_all_unix_sockets: Option<bool>,
     allow_local_binding: Option<Value>,
     http_proxy_port: Option<Value>,
     socks_proxy_port: Option<Value>,
@@ -419,8 +425,16 @@ fn apply_layer(cfg: &mut Config, file: &Path, layer: FileLayer) -> Result<(), Co
     );
     passthrough("allowPty", layer.allow_pty);
     if let Some(net) = layer.network {
-        passthrough("network.allowUnixSockets", net.allow_unix_sockets);
-        passthrough("network.allowAllUnixSockets", net.allow_all_unix_sockets);
+        if let Some(v) = &net.allow_unix_sockets {
+            check_strings(file, "network.allowUnixSockets", v)?;
+        }
+        set(&mut cfg.allow_unix_sockets, net.allow_unix_sockets);
+        if let Some(v) = net.allow_all_unix_sockets {
+            cfg.allow_all_unix_sockets = Sourced {
+                value: v,
+                source: src(),
+            };
+        }
         passthrough("network.allowLocalBinding", net.allow_local_binding);
         passthrough("network.httpProxyPort", net.http_proxy_port);
         passthrough("network.socksProxyPort", net.socks_proxy_port);
@@ -677,7 +691,8 @@ mod tests {
         assert!(c.enable_weaker_nested_sandbox.value);
         assert!(c.enable_weaker_network_isolation.value);
         assert_eq!(c.ignore_violations.value["git push"], vec!["/usr/bin/nc"]);
-        assert!(c.passthrough.contains_key("network.allowUnixSockets"));
+        // enforced now: a real key, not passed through
+        assert!(!c.allow_unix_sockets.value.is_empty());
     }
 
     #[test]

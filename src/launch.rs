@@ -12,6 +12,7 @@ use std::fmt;
 use std::fs::File;
 use std::io::{Seek as _, Write as _};
 use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -40,6 +41,8 @@ pub enum LaunchError {
     MountSource(OpenError),
     /// No seccomp filter for this machine: bash stays blocked.
     Seccomp(crate::platform::seccomp::SeccompError),
+    /// The socket supervisor could not be set up: bash stays blocked.
+    Supervisor(String),
 }
 
 impl fmt::Display for LaunchError {
@@ -70,6 +73,7 @@ impl fmt::Display for LaunchError {
                 "a mount source changed while the sandbox was being set up: {e}. Run the command again."
             ),
             LaunchError::Seccomp(e) => write!(f, "{e}"),
+            LaunchError::Supervisor(e) => write!(f, "the socket supervisor: {e}"),
         }
     }
 }
@@ -101,6 +105,8 @@ pub struct Launch {
     pub placeholders: Vec<PathBuf>,
     /// Environment variables the spawner must not pass (bwrap unsets them as well).
     pub unset_env: Vec<String>,
+    /// The thread judging the command's `connect` and `bind` calls (bwrap on Linux).
+    pub supervisor: Option<Supervisor>,
 }
 
 impl Launch {
@@ -196,27 +202,44 @@ fn create_placeholders(placeholders: &[PathBuf]) -> Result<(), LaunchError> {
 }
 
 /// The bwrap launch of `command` under `plan`: placeholders created, then every fd bwrap's
-/// options name opened (mount sources without following links, the script and the options
-/// as unnamed files in `tmp_dir`).
+/// options name opened (mount sources without following links, the script, the filters and
+/// the options as unnamed files in `tmp_dir`), and the socket supervisor started.
 fn bwrap_launch(
-    bwrap_program: &Path,
-    features: bwrap::Features,
-    unset_env: &[String],
+    setup: &Setup,
     plan: &MountPlan,
     command: &[OsString],
     script: Option<&str>,
-    tmp_dir: &Path,
 ) -> Result<Launch, LaunchError> {
+    let tmp_dir = setup.tmp_dir;
     let filters = crate::platform::seccomp::kernel_filters().map_err(LaunchError::Seccomp)?;
     let built = bwrap::build(
         plan,
         bwrap::Extras {
-            features,
+            features: setup.features,
             filters: filters.len(),
-            unset_env,
+            unset_env: setup.unset_env,
+            supervised: cfg!(target_os = "linux"),
         },
         command,
     )?;
+    let mut supervisor = None;
+    let mut supervisor_end = None;
+    #[cfg(target_os = "linux")]
+    if built.fds.contains(&FdSource::SupervisorSocket) {
+        let (ours, theirs) = socket_pair().map_err(|e| LaunchError::Supervisor(e.to_string()))?;
+        supervisor = Some(
+            Supervisor::start(
+                ours,
+                crate::platform::supervisor::SocketRules {
+                    network: plan.network,
+                    allowed: setup.sockets.allowed.clone(),
+                    allow_all: setup.sockets.allow_all,
+                },
+            )
+            .map_err(|e| LaunchError::Supervisor(e.to_string()))?,
+        );
+        supervisor_end = Some(theirs);
+    }
     create_placeholders(&plan.placeholders)?;
     let options: Vec<OsString> = built
         .args
@@ -230,19 +253,101 @@ fn bwrap_launch(
             FdSource::Path(p) => open_mount_source(p)?,
             FdSource::Script => unnamed_file(tmp_dir, script.unwrap_or_default().as_bytes())?,
             FdSource::Filter(i) => unnamed_file(tmp_dir, &filters[*i].bytes)?,
+            FdSource::Init => unnamed_file(tmp_dir, init_program()?)?,
+            FdSource::NotifyFilter => unnamed_file(
+                tmp_dir,
+                &crate::platform::seccomp::notify_filter()
+                    .map_err(LaunchError::Seccomp)?
+                    .bytes,
+            )?,
+            FdSource::SupervisorSocket => supervisor_end
+                .take()
+                .ok_or_else(|| LaunchError::Supervisor("named twice".into()))?,
         });
     }
     let mut args: Vec<OsString> = vec!["--args".into(), ARGS_FD.to_string().into()];
     args.extend(built.args.iter().skip(options.len()).cloned());
     Ok(Launch {
-        program: bwrap_program.to_path_buf(),
+        program: setup.program.to_path_buf(),
         args,
         shown: built.args,
         fds,
         temp_files: vec![],
         placeholders: plan.placeholders.clone(),
-        unset_env: unset_env.to_vec(),
+        unset_env: setup.unset_env.to_vec(),
+        supervisor,
     })
+}
+
+#[cfg(target_os = "linux")]
+fn socket_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: socketpair fills two new descriptors on success.
+    let rc = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both are new descriptors we own.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// `pi-sandbox-init`'s executable, read once per process from beside this library (the
+/// addon, or for Rust's own tests the target directory): the copy taken when pi started
+/// is what every sandbox runs, whatever happens to the file later.
+fn init_program() -> Result<&'static [u8], LaunchError> {
+    static INIT: once_cell::sync::OnceCell<Result<Vec<u8>, String>> =
+        once_cell::sync::OnceCell::new();
+    INIT.get_or_init(|| {
+        let tried = init_candidates();
+        for path in &tried {
+            if let Ok(bytes) = std::fs::read(path) {
+                if bytes.starts_with(b"\x7fELF") {
+                    return Ok(bytes);
+                }
+            }
+        }
+        Err(format!(
+            "pi-sandbox-init was not found (looked at {}); build it with `npm run build`",
+            tried
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })
+    .as_ref()
+    .map(Vec::as_slice)
+    .map_err(|e| LaunchError::Supervisor(e.clone()))
+}
+
+/// Where `pi-sandbox-init` may be: beside the file this code was loaded from, or one
+/// directory up (cargo puts test executables in `deps/`).
+fn init_candidates() -> Vec<PathBuf> {
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr with the address of a function in this object.
+    let found = unsafe { libc::dladdr(init_candidates as *const libc::c_void, &mut info) };
+    if found == 0 || info.dli_fname.is_null() {
+        return vec![];
+    }
+    // SAFETY: dladdr returned a NUL-terminated file name.
+    let me = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+    let me = PathBuf::from(std::ffi::OsStr::from_bytes(me.to_bytes()));
+    let Some(dir) = me.parent() else {
+        return vec![];
+    };
+    let mut out = vec![dir.join("pi-sandbox-init")];
+    if let Some(up) = dir.parent() {
+        out.push(up.join("pi-sandbox-init"));
+    }
+    out
 }
 
 #[cfg(target_os = "linux")]
@@ -271,12 +376,40 @@ pub struct Setup<'a> {
     pub features: bwrap::Features,
     /// Environment variables the command does not get (secrets, see `environment`).
     pub unset_env: &'a [String],
+    /// Unix sockets outside the sandbox it may connect to.
+    pub sockets: &'a Sockets,
     /// The policy's decision for this command.
     pub network: Network,
     /// Where temp files go (the host's TMPDIR).
     pub tmp_dir: &'a Path,
     /// What the guard keeps read-only in bash's writable trees, found now.
     pub scan: &'a Scan,
+}
+
+/// `network.allowUnixSockets` resolved for one command, and `allowAllUnixSockets`.
+#[derive(Debug, Clone, Default)]
+pub struct Sockets {
+    pub allowed: Vec<AllowedSocket>,
+    pub allow_all: bool,
+}
+
+#[cfg(target_os = "linux")]
+pub use crate::platform::supervisor::{AllowedSocket, Supervisor};
+
+#[cfg(not(target_os = "linux"))]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllowedSocket;
+
+/// No supervisor outside Linux.
+#[cfg(not(target_os = "linux"))]
+#[derive(Debug)]
+pub struct Supervisor;
+
+#[cfg(not(target_os = "linux"))]
+impl Supervisor {
+    pub fn finish(self) -> Vec<String> {
+        vec![]
+    }
 }
 
 /// For launches that are not bwrap's.
@@ -300,27 +433,11 @@ pub fn bwrap(setup: &Setup, command: Command) -> Result<Launch, LaunchError> {
         Command::Shell(text) => {
             let plan = plan_for(setup.guard, setup.network, Some(inside), setup.scan);
             let argv = [OsString::from("bash"), "-l".into(), inside.into()];
-            bwrap_launch(
-                setup.program,
-                setup.features,
-                setup.unset_env,
-                &plan,
-                &argv,
-                Some(text),
-                setup.tmp_dir,
-            )
+            bwrap_launch(setup, &plan, &argv, Some(text))
         }
         Command::Argv(argv) => {
             let plan = plan_for(setup.guard, setup.network, None, setup.scan);
-            bwrap_launch(
-                setup.program,
-                setup.features,
-                setup.unset_env,
-                &plan,
-                argv,
-                None,
-                setup.tmp_dir,
-            )
+            bwrap_launch(setup, &plan, argv, None)
         }
     }
 }
@@ -459,6 +576,7 @@ pub fn seatbelt(setup: &Setup, command: &str) -> Result<Launch, LaunchError> {
         temp_files: vec![profile_file, script],
         placeholders: vec![],
         unset_env: setup.unset_env.to_vec(),
+        supervisor: None,
     })
 }
 
@@ -475,6 +593,11 @@ mod tests {
         (guard, tmp)
     }
 
+    static NO_SOCKETS: Sockets = Sockets {
+        allowed: Vec::new(),
+        allow_all: false,
+    };
+
     fn setup<'a>(guard: &'a Guard, program: &'a str, tmp: &'a Path, scan: &'a Scan) -> Setup<'a> {
         Setup {
             guard,
@@ -483,6 +606,7 @@ mod tests {
                 disable_userns: true,
             },
             unset_env: &[],
+            sockets: &NO_SOCKETS,
             network: Network::Off,
             tmp_dir: tmp,
             scan,
@@ -513,7 +637,12 @@ mod tests {
         let setup = setup(&guard, "/usr/bin/bwrap", &tmp, &found);
         let l = bwrap(&setup, Command::Shell("echo 'hi' \\ $HOME")).unwrap();
         assert_eq!(l.args[..2], ["--args", "3"]);
-        assert_eq!(l.args[2..], ["--", "bash", "-l", SCRIPT_INSIDE]);
+        // the command runs under pi-sandbox-init, its filter and socket on inherited fds
+        let inherited = |i: usize| l.args[i].to_string_lossy().parse::<usize>().unwrap();
+        assert_eq!(l.args[2..4], ["--", bwrap::INIT_INSIDE]);
+        assert_eq!(l.args[6..], ["--", "bash", "-l", SCRIPT_INSIDE]);
+        assert_eq!(inherited(5), inherited(4) + 1);
+        assert_eq!(l.fds.len(), inherited(5) - 2);
         // nothing named on the host: the script and options live in unnamed files
         assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
         // hooks did not exist: created as a placeholder, mounted read-only by fd

@@ -232,26 +232,48 @@ impl PreparedCommand {
     /// when all is well, or when this command was audited already.
     #[napi(catch_unwind)]
     pub fn finish(&mut self) -> Vec<String> {
-        self.discard();
-        audit(self.audit.take())
+        let supervisor = self.discard();
+        let mut findings = refusals(supervisor);
+        findings.extend(audit(self.audit.take()));
+        findings
     }
 
     /// `finish`, with the audit off Node's main thread.
     #[napi(ts_return_type = "Promise<Array<string>>")]
     pub fn finish_async(&mut self) -> AsyncTask<AuditTask> {
-        self.discard();
+        let supervisor = self.discard();
         AsyncTask::new(AuditTask {
             audit: self.audit.take(),
+            supervisor,
         })
     }
 }
 
 impl PreparedCommand {
-    fn discard(&mut self) {
-        if let Some(l) = self.launch.take() {
-            l.discard();
-        }
+    /// Drops the launch (its fds, its temp files); its socket supervisor, if any, is handed
+    /// back for what it refused.
+    fn discard(&mut self) -> Option<crate::launch::Supervisor> {
+        let mut l = self.launch.take()?;
+        l.discard();
+        l.supervisor.take()
     }
+}
+
+/// What the socket supervisor refused, one sentence each (it waits a moment for the
+/// command's last process to go).
+fn refusals(supervisor: Option<crate::launch::Supervisor>) -> Vec<String> {
+    supervisor
+        .map(|s| s.finish())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|r| {
+            let mut c = r.chars();
+            match c.next() {
+                Some(first) => first.to_uppercase().chain(c).collect(),
+                None => r,
+            }
+        })
+        .collect()
 }
 
 impl Drop for PreparedCommand {
@@ -278,6 +300,7 @@ fn audit(ticket: Option<(Arc<Commands>, Ticket)>) -> Vec<String> {
 
 pub struct AuditTask {
     audit: Option<(Arc<Commands>, Ticket)>,
+    supervisor: Option<crate::launch::Supervisor>,
 }
 
 impl Task for AuditTask {
@@ -286,7 +309,12 @@ impl Task for AuditTask {
 
     fn compute(&mut self) -> napi::Result<Vec<String>> {
         let ticket = self.audit.take();
-        guarded(move || audit(ticket))
+        let supervisor = self.supervisor.take();
+        guarded(move || {
+            let mut findings = refusals(supervisor);
+            findings.extend(audit(ticket));
+            findings
+        })
     }
 
     fn resolve(&mut self, _env: napi::Env, output: Vec<String>) -> napi::Result<Vec<String>> {

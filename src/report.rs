@@ -74,9 +74,18 @@ pub fn describe(cwd: &Path, state: Result<(&Config, &Guard), &LoadError>) -> Str
         ("filesystem.denyWrite", &c.deny_write),
         ("network.allowedDomains", &c.allowed_domains),
         ("network.deniedDomains", &c.denied_domains),
+        ("network.allowUnixSockets", &c.allow_unix_sockets),
+        ("env.allow", &c.env_allow),
+        ("env.deny", &c.env_deny),
     ] {
         line(&mut out, key, list(&s.value), &s.source);
     }
+    line(
+        &mut out,
+        "network.allowAllUnixSockets",
+        c.allow_all_unix_sockets.value.to_string(),
+        &c.allow_all_unix_sockets.source,
+    );
     line(
         &mut out,
         "ignoreViolations",

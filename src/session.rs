@@ -290,6 +290,32 @@ impl Session {
         self.state.as_ref().ok().map(|l| &l.guard)
     }
 
+    /// `network.allowUnixSockets` as it stands now (each entry resolved like a path rule; one
+    /// that is no socket yet is left out), and `allowAllUnixSockets`.
+    fn sockets(&self) -> launch::Sockets {
+        let Ok(l) = &self.state else {
+            return launch::Sockets::default();
+        };
+        let env = &self.options.env;
+        let paths: Vec<PathBuf> = l
+            .config
+            .allow_unix_sockets
+            .value
+            .iter()
+            .filter_map(|raw| crate::paths::resolve(raw, &env.home, &env.cwd).ok())
+            .collect();
+        launch::Sockets {
+            #[cfg(target_os = "linux")]
+            allowed: crate::platform::supervisor::resolve_allowed(&paths),
+            #[cfg(not(target_os = "linux"))]
+            allowed: {
+                let _ = paths;
+                vec![]
+            },
+            allow_all: l.config.allow_all_unix_sockets.value,
+        }
+    }
+
     /// The variables of pi's environment a sandboxed command does not get, and why.
     pub fn dropped_env(&self) -> Vec<environment::Dropped> {
         match &self.state {
@@ -500,11 +526,13 @@ impl Session {
         self.remember(&scan);
         let tmp = std::env::temp_dir();
         let unset_env: Vec<String> = self.dropped_env().into_iter().map(|d| d.name).collect();
+        let sockets = self.sockets();
         let setup = |program, features| launch::Setup {
             guard,
             program,
             features,
             unset_env: &unset_env,
+            sockets: &sockets,
             network,
             tmp_dir: &tmp,
             scan: &scan,

@@ -27,6 +27,12 @@ pub enum FdSource {
     Script,
     /// The `i`th seccomp program (`--add-seccomp-fd`).
     Filter(usize),
+    /// `pi-sandbox-init`'s executable (`--ro-bind-data`, mode 0555).
+    Init,
+    /// The filter `pi-sandbox-init` installs; inherited by it, not read by bwrap.
+    NotifyFilter,
+    /// The socket `pi-sandbox-init` hands the filter's listener over; inherited by it.
+    SupervisorSocket,
     /// A mount source, to be opened without following any link.
     Path(PathBuf),
 }
@@ -101,7 +107,12 @@ pub struct Extras<'a> {
     pub filters: usize,
     /// Environment variables the command does not get.
     pub unset_env: &'a [String],
+    /// Run the command under `pi-sandbox-init` (the socket supervisor's filter).
+    pub supervised: bool,
 }
+
+/// Where `pi-sandbox-init` appears inside the sandbox (the private /tmp, read-only).
+pub const INIT_INSIDE: &str = "/tmp/.pi-sandbox-init";
 
 /// The bwrap arguments (without the `bwrap` program itself), ending in `-- <command...>`.
 pub fn build(
@@ -113,6 +124,7 @@ pub fn build(
         features,
         filters,
         unset_env,
+        supervised,
     } = extras;
     let mut out = BwrapArgs {
         args: Vec::new(),
@@ -199,6 +211,29 @@ pub fn build(
             script.into(),
         ]);
     }
+    let mut prefix: Vec<OsString> = Vec::new();
+    if supervised {
+        let init = out.next_fd();
+        out.fds.push(FdSource::Init);
+        out.args.extend([
+            "--perms".into(),
+            "0555".into(),
+            "--ro-bind-data".into(),
+            init.to_string().into(),
+            INIT_INSIDE.into(),
+        ]);
+        // Not named in bwrap's options: bwrap leaves them open for the command.
+        let filter = out.next_fd();
+        out.fds.push(FdSource::NotifyFilter);
+        let socket = out.next_fd();
+        out.fds.push(FdSource::SupervisorSocket);
+        prefix.extend([
+            INIT_INSIDE.into(),
+            filter.to_string().into(),
+            socket.to_string().into(),
+            "--".into(),
+        ]);
+    }
     // Names come from the environment itself, which cannot hold NUL bytes.
     for name in unset_env.iter().filter(|n| !n.contains('\0')) {
         out.args.extend(["--unsetenv".into(), name.into()]);
@@ -211,6 +246,7 @@ pub fn build(
     out.args.push("--chdir".into());
     out.args.push(plan.cwd.as_os_str().into());
     out.args.push("--".into());
+    out.args.extend(prefix);
     out.args.extend(command.iter().cloned());
     Ok(out)
 }
@@ -247,6 +283,7 @@ mod tests {
         },
         filters: 0,
         unset_env: &[],
+        supervised: false,
     };
 
     fn strings(v: &[OsString]) -> Vec<String> {
@@ -263,6 +300,7 @@ mod tests {
                 },
                 filters: 2,
                 unset_env: &["GITHUB_TOKEN".into()],
+                supervised: true,
             },
             &["bash".into(), "-l".into(), "/tmp/pi-bash-1-2-abc.sh".into()],
         )
@@ -281,10 +319,11 @@ mod tests {
             --ro-bind /dev/null /home/u/.pi/agent/auth.json
             --bind-fd 9 /home/u/.pi/agent/sessions
             --ro-bind-data 10 /tmp/pi-bash-1-2-abc.sh
+            --perms 0555 --ro-bind-data 11 /tmp/.pi-sandbox-init
             --unsetenv GITHUB_TOKEN
             --setenv TMPDIR /tmp
             --chdir /w/proj/src
-            -- bash -l /tmp/pi-bash-1-2-abc.sh"
+            -- /tmp/.pi-sandbox-init 12 13 -- bash -l /tmp/pi-bash-1-2-abc.sh"
             .split_whitespace()
             .collect();
         assert_eq!(strings(&built.args), expected);
@@ -299,7 +338,10 @@ mod tests {
                 p("/w/proj/.pi"),
                 p("/w/proj/.git/hooks"),
                 p("/home/u/.pi/agent/sessions"),
-                FdSource::Script
+                FdSource::Script,
+                FdSource::Init,
+                FdSource::NotifyFilter,
+                FdSource::SupervisorSocket,
             ]
         );
     }

@@ -5,3 +5,5 @@ pub mod detect;
 pub mod mounts;
 pub mod seatbelt;
 pub mod seccomp;
+#[cfg(target_os = "linux")]
+pub mod supervisor;

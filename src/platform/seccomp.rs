@@ -134,6 +134,22 @@ mod linux {
         rules: Vec<(i64, Vec<SeccompRule>)>,
         errno: i32,
     ) -> Result<Program, SeccompError> {
+        compile(
+            purpose,
+            arch,
+            rules,
+            SeccompAction::Errno(errno as u32),
+            |_| {},
+        )
+    }
+
+    fn compile(
+        purpose: &'static str,
+        arch: &Arch,
+        rules: Vec<(i64, Vec<SeccompRule>)>,
+        on_match: SeccompAction,
+        patch: impl Fn(&mut seccompiler::sock_filter),
+    ) -> Result<Program, SeccompError> {
         let mut map: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
         for (nr, r) in rules {
             if arch.x32 {
@@ -141,14 +157,10 @@ mod linux {
             }
             map.insert(nr, r);
         }
-        let filter = SeccompFilter::new(
-            map,
-            SeccompAction::Allow,
-            SeccompAction::Errno(errno as u32),
-            arch.target,
-        )
-        .map_err(build_err)?;
-        let compiled: BpfProgram = filter.try_into().map_err(build_err)?;
+        let filter = SeccompFilter::new(map, SeccompAction::Allow, on_match, arch.target)
+            .map_err(build_err)?;
+        let mut compiled: BpfProgram = filter.try_into().map_err(build_err)?;
+        compiled.iter_mut().for_each(patch);
         let mut bytes = Vec::with_capacity(compiled.len() * 8);
         for insn in &compiled {
             bytes.extend_from_slice(&insn.code.to_ne_bytes());
@@ -163,7 +175,36 @@ mod linux {
     pub fn kernel_filters() -> Result<Vec<Program>, SeccompError> {
         let arch = arch()?;
         let always = Vec::new;
+        // A unix datagram socket sends to whatever address each call names, past the
+        // supervisor that judges `connect`; stream and seqpacket sockets take no address
+        // after it. (AF_UNIX makes SOCK_RAW a datagram socket too.)
+        let unix_datagrams = || -> Result<Vec<SeccompRule>, SeccompError> {
+            [libc::SOCK_DGRAM, libc::SOCK_RAW]
+                .iter()
+                .map(|&kind| {
+                    SeccompRule::new(vec![
+                        SeccompCondition::new(
+                            0,
+                            SeccompCmpArgLen::Dword,
+                            SeccompCmpOp::Eq,
+                            libc::AF_UNIX as u64,
+                        )
+                        .map_err(build_err)?,
+                        SeccompCondition::new(
+                            1,
+                            SeccompCmpArgLen::Dword,
+                            SeccompCmpOp::MaskedEq(0xf),
+                            kind as u64,
+                        )
+                        .map_err(build_err)?,
+                    ])
+                    .map_err(build_err)
+                })
+                .collect()
+        };
         let refused = vec![
+            (libc::SYS_socket, unix_datagrams()?),
+            (libc::SYS_socketpair, unix_datagrams()?),
             (libc::SYS_keyctl, always()),
             (libc::SYS_add_key, always()),
             (libc::SYS_request_key, always()),
@@ -219,7 +260,7 @@ mod linux {
         ];
         Ok(vec![
             program(
-                "keyring, bpf, perf, userfaultfd, namespaces",
+                "keyring, bpf, perf, userfaultfd, namespaces, unix datagram sockets",
                 &arch,
                 refused,
                 libc::EPERM,
@@ -233,14 +274,42 @@ mod linux {
             )?,
         ])
     }
+
+    /// The filter `pi-sandbox-init` installs inside the sandbox: every `connect` waits for
+    /// the supervisor (`platform::supervisor`), which performs it itself on the socket it
+    /// judged, with the address it read, or refuses it. seccompiler has no
+    /// user-notification action: the program is built with `Trap` as the match action and
+    /// those returns are rewritten.
+    pub fn notify_filter() -> Result<Program, SeccompError> {
+        let arch = arch()?;
+        let rules = vec![(libc::SYS_connect, Vec::new())];
+        compile(
+            "connect, judged by the supervisor",
+            &arch,
+            rules,
+            SeccompAction::Trap,
+            |insn| {
+                if insn.code == (libc::BPF_RET | libc::BPF_K) as u16
+                    && insn.k == libc::SECCOMP_RET_TRAP
+                {
+                    insn.k = libc::SECCOMP_RET_USER_NOTIF;
+                }
+            },
+        )
+    }
 }
 
 #[cfg(target_os = "linux")]
-pub use linux::kernel_filters;
+pub use linux::{kernel_filters, notify_filter};
 
 /// No seccomp outside Linux: callers fail closed.
 #[cfg(not(target_os = "linux"))]
 pub fn kernel_filters() -> Result<Vec<Program>, SeccompError> {
+    Err(SeccompError::UnsupportedArch(std::env::consts::OS.into()))
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn notify_filter() -> Result<Program, SeccompError> {
     Err(SeccompError::UnsupportedArch(std::env::consts::OS.into()))
 }
 

@@ -1,0 +1,123 @@
+//! `pi-sandbox-init FILTER_FD LISTENER_FD -- PROGRAM ARGS...`
+//!
+//! The first program inside each sandbox. bwrap cannot install a seccomp filter whose
+//! decisions are made by another process (a user-notification filter needs its listener fd
+//! from the `seccomp()` call that installs it), so this does, then steps aside:
+//!
+//! 1. reads the BPF program (built by pi-sandbox, `src/platform/seccomp.rs`) from FILTER_FD;
+//! 2. installs it with `SECCOMP_FILTER_FLAG_NEW_LISTENER`;
+//! 3. sends the listener, and a sock_diag netlink socket opened here (so that it sees this
+//!    sandbox's network namespace), over LISTENER_FD (a unix socket whose other end
+//!    pi-sandbox's supervisor holds) and closes them;
+//! 4. execs PROGRAM.
+//!
+//! Any failure ends it with status 126 before PROGRAM runs: the command never runs without
+//! its filter.
+
+mod fd_passing;
+
+use std::ffi::{CString, OsString};
+use std::io::Read;
+use std::os::fd::{FromRawFd, RawFd};
+use std::os::unix::ffi::OsStringExt;
+
+fn fail(what: &str) -> ! {
+    let e = std::io::Error::last_os_error();
+    eprintln!("pi-sandbox-init: {what}: {e}");
+    std::process::exit(126);
+}
+
+fn usage(what: &str) -> ! {
+    eprintln!(
+        "pi-sandbox-init: usage: pi-sandbox-init FILTER_FD LISTENER_FD -- PROGRAM ARGS... ({what})"
+    );
+    std::process::exit(126);
+}
+
+fn fd_arg(a: Option<OsString>, what: &str) -> RawFd {
+    match a
+        .and_then(|s| s.into_string().ok())
+        .and_then(|s| s.parse().ok())
+    {
+        Some(fd) if fd > 2 => fd,
+        _ => usage(what),
+    }
+}
+
+fn install(filter: &[u8]) -> RawFd {
+    if filter.is_empty() || !filter.len().is_multiple_of(8) || filter.len() / 8 > u16::MAX as usize
+    {
+        eprintln!(
+            "pi-sandbox-init: the filter is not a BPF program ({} bytes)",
+            filter.len()
+        );
+        std::process::exit(126);
+    }
+    let prog = libc::sock_fprog {
+        len: (filter.len() / 8) as u16,
+        filter: filter.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: plain prctl and seccomp calls with a valid program that outlives them.
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            fail("no_new_privs");
+        }
+        let listener = libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+            &prog as *const libc::sock_fprog,
+        );
+        if listener < 0 {
+            fail("installing the socket filter");
+        }
+        listener as RawFd
+    }
+}
+
+fn main() {
+    let mut args = std::env::args_os().skip(1);
+    let filter_fd = fd_arg(args.next(), "FILTER_FD");
+    let socket = fd_arg(args.next(), "LISTENER_FD");
+    if args.next().as_deref() != Some(std::ffi::OsStr::new("--")) {
+        usage("missing --");
+    }
+    let argv: Vec<CString> = args
+        .map(|a| CString::new(a.into_vec()).unwrap_or_else(|_| usage("NUL in an argument")))
+        .collect();
+    if argv.is_empty() {
+        usage("no PROGRAM");
+    }
+    let mut filter = Vec::new();
+    // SAFETY: the fd was handed to us for this; File takes ownership and closes it.
+    let mut file = unsafe { std::fs::File::from_raw_fd(filter_fd) };
+    if file.read_to_end(&mut filter).is_err() {
+        fail("reading the filter");
+    }
+    drop(file);
+    // SAFETY: a plain socket call.
+    let diag = unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+            libc::NETLINK_SOCK_DIAG,
+        )
+    };
+    if diag < 0 {
+        fail("opening a sock_diag socket");
+    }
+    let listener = install(&filter);
+    if fd_passing::send_fds(socket, &[listener, diag]).is_err() {
+        fail("handing the listener to the supervisor");
+    }
+    // SAFETY: closing our own descriptors, then exec with NUL-terminated argv.
+    unsafe {
+        libc::close(listener);
+        libc::close(diag);
+        libc::close(socket);
+        let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+        ptrs.push(std::ptr::null());
+        libc::execvp(ptrs[0], ptrs.as_ptr());
+    }
+    fail(&format!("running {}", argv[0].to_string_lossy()));
+}
