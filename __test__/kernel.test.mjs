@@ -44,6 +44,15 @@ print("io_uring_setup", sc(NR["io_uring_setup"], 4, params))
 print("unshare_user", sc(NR["unshare"], 0x10000000))
 print("unshare_net", sc(NR["unshare"], 0x40000000))
 print("ptrace_host", sc(NR["ptrace"], 16, int(sys.argv[2]), 0, 0))  # PTRACE_ATTACH
+# A filter of its own with a listener would get the connects before the supervisor does.
+import struct
+insn = ctypes.create_string_buffer(struct.pack("HBBI", 0x06, 0, 0, 0x7FFF0000))
+class Fprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+prog = Fprog(1, ctypes.addressof(insn))
+libc.prctl(38, 1, 0, 0, 0)
+print("seccomp_listener", sc(317, 1, 8, ctypes.byref(prog)))
+print("seccomp_plain", sc(317, 1, 0, ctypes.byref(prog)))
 for fam, number, kind in (("AF_VSOCK", 40, 1), ("AF_PACKET", 17, 3), ("AF_BLUETOOTH", 31, 1), ("AF_ALG", 38, 5)):
     try:
         socket.socket(number, kind).close()
@@ -110,6 +119,9 @@ test("the kernel's keyring, namespaces, io_uring, bpf, perf, userfaultfd and odd
         AF_BLUETOOTH: EAFNOSUPPORT,
         // The kernel's crypto API, a frequent source of kernel bugs.
         AF_ALG: EAFNOSUPPORT,
+        // a second supervisor may not be installed; an ordinary filter may (browsers do)
+        seccomp_listener: EPERM,
+        seccomp_plain: 0,
       },
       `network ${network}: ${r.stdout}\n${r.stderr}`,
     );

@@ -256,9 +256,9 @@ fn bwrap_launch(
             FdSource::Init => unnamed_file(tmp_dir, init_program()?)?,
             FdSource::NotifyFilter => unnamed_file(
                 tmp_dir,
-                &crate::platform::seccomp::notify_filter()
-                    .map_err(LaunchError::Seccomp)?
-                    .bytes,
+                &crate::platform::seccomp::framed(
+                    &crate::platform::seccomp::notify_filters().map_err(LaunchError::Seccomp)?,
+                ),
             )?,
             FdSource::SupervisorSocket => supervisor_end
                 .take()

@@ -275,18 +275,24 @@ mod linux {
         ])
     }
 
-    /// The filter `pi-sandbox-init` installs inside the sandbox: every `connect` waits for
-    /// the supervisor (`platform::supervisor`), which performs it itself on the socket it
-    /// judged, with the address it read, or refuses it. seccompiler has no
-    /// user-notification action: the program is built with `Trap` as the match action and
-    /// those returns are rewritten.
-    pub fn notify_filter() -> Result<Program, SeccompError> {
+    /// The filters `pi-sandbox-init` installs inside the sandbox, in order:
+    ///
+    /// 1. every `connect` waits for the supervisor (`platform::supervisor`), which performs
+    ///    it itself on the socket it judged, with the address it read, or refuses it
+    ///    (installed with a listener, which goes to the supervisor);
+    /// 2. no filter with a listener of its own may follow: of two filters that both hand a
+    ///    call to a listener, the newer one gets it, and a command's own supervisor could
+    ///    let every connect through. (Current kernels refuse a second listener in one chain
+    ///    with EBUSY already; this does not depend on it.)
+    ///
+    /// seccompiler has no user-notification action: the first is built with `Trap` as the
+    /// match action and those returns are rewritten.
+    pub fn notify_filters() -> Result<Vec<Program>, SeccompError> {
         let arch = arch()?;
-        let rules = vec![(libc::SYS_connect, Vec::new())];
-        compile(
+        let notify = compile(
             "connect, judged by the supervisor",
             &arch,
-            rules,
+            vec![(libc::SYS_connect, Vec::new())],
             SeccompAction::Trap,
             |insn| {
                 if insn.code == (libc::BPF_RET | libc::BPF_K) as u16
@@ -295,12 +301,50 @@ mod linux {
                     insn.k = libc::SECCOMP_RET_USER_NOTIF;
                 }
             },
-        )
+        )?;
+        let listener = libc::SECCOMP_FILTER_FLAG_NEW_LISTENER as u64;
+        let seal = program(
+            "no second supervisor",
+            &arch,
+            vec![(
+                libc::SYS_seccomp,
+                vec![SeccompRule::new(vec![
+                    SeccompCondition::new(
+                        0,
+                        SeccompCmpArgLen::Dword,
+                        SeccompCmpOp::Eq,
+                        libc::SECCOMP_SET_MODE_FILTER as u64,
+                    )
+                    .map_err(build_err)?,
+                    SeccompCondition::new(
+                        1,
+                        SeccompCmpArgLen::Dword,
+                        SeccompCmpOp::MaskedEq(listener),
+                        listener,
+                    )
+                    .map_err(build_err)?,
+                ])
+                .map_err(build_err)?],
+            )],
+            libc::EPERM,
+        )?;
+        Ok(vec![notify, seal])
     }
 }
 
+/// Programs in one file for `pi-sandbox-init`: each as its length in bytes (u32, little
+/// endian), then its instructions.
+pub fn framed(programs: &[Program]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for p in programs {
+        out.extend_from_slice(&(p.bytes.len() as u32).to_le_bytes());
+        out.extend_from_slice(&p.bytes);
+    }
+    out
+}
+
 #[cfg(target_os = "linux")]
-pub use linux::{kernel_filters, notify_filter};
+pub use linux::{kernel_filters, notify_filters};
 
 /// No seccomp outside Linux: callers fail closed.
 #[cfg(not(target_os = "linux"))]
@@ -309,7 +353,7 @@ pub fn kernel_filters() -> Result<Vec<Program>, SeccompError> {
 }
 
 #[cfg(not(target_os = "linux"))]
-pub fn notify_filter() -> Result<Program, SeccompError> {
+pub fn notify_filters() -> Result<Vec<Program>, SeccompError> {
     Err(SeccompError::UnsupportedArch(std::env::consts::OS.into()))
 }
 

@@ -183,6 +183,9 @@ impl Call {
 
     fn handle(self, rules: &SocketRules, diag: &OwnedFd, refusals: &Arc<Mutex<Vec<String>>>) {
         let result = (|| -> Result<(OwnedFd, Vec<u8>, Option<OwnedFd>), i32> {
+            // Everything about the caller is taken before the request is checked to be
+            // still alive: after that check none of it can belong to a reused pid.
+            let caller = Caller::of(self.pid)?;
             let socket = self.socket()?;
             let len = self.args[2] as usize;
             if len > MAX_ADDR {
@@ -198,7 +201,7 @@ impl Call {
             if !unix {
                 return Ok((socket, addr, None));
             }
-            match self.judge(&addr, rules, diag) {
+            match self.judge(&caller, &addr, rules, diag) {
                 Ok((target, held)) => Ok((socket, target, held)),
                 Err(Deny { errno, report }) => {
                     if let Some(why) = report {
@@ -268,30 +271,12 @@ impl Call {
         Ok(buf)
     }
 
-    /// A file of the caller's file system, opened as it sees it: absolute paths inside
-    /// its root (links cannot lead out of it), relative ones from its working directory
-    /// with no link on the way.
-    fn open_in_caller(&self, path: &[u8]) -> Result<OwnedFd, i32> {
-        let (base, resolve) = if path.first() == Some(&b'/') {
-            (format!("/proc/{}/root", self.pid), libc::RESOLVE_IN_ROOT)
-        } else {
-            (
-                format!("/proc/{}/cwd", self.pid),
-                libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS,
-            )
-        };
-        let dir = open_path(&base, libc::O_PATH | libc::O_DIRECTORY)?;
-        if path.is_empty() {
-            return Ok(dir);
-        }
-        openat2(&dir, path, libc::O_PATH | libc::O_CLOEXEC, resolve)
-    }
-
     /// The address to connect to when the target may be reached: the socket file itself
     /// through a descriptor (never the path again; the descriptor is returned, to be held
     /// until the connect), or the abstract name as read.
     fn judge(
         &self,
+        caller: &Caller,
         addr: &[u8],
         rules: &SocketRules,
         diag: &OwnedFd,
@@ -309,27 +294,36 @@ impl Call {
                 return Ok((addr.to_vec(), None));
             }
             let listening = listeners(diag).map_err(|e| Deny::failed(e, &shown))?;
-            return match listening.iter().find(|l| l.name.as_deref() == Some(name)) {
-                None => Err(Deny::quiet(libc::ECONNREFUSED)),
-                Some(l) if self.held_inside(l.ino) => Ok((addr.to_vec(), None)),
-                Some(_) => Err(Deny::outside(&shown)),
+            let bound: Vec<u32> = listening
+                .iter()
+                .filter(|l| l.name.as_deref() == Some(name))
+                .map(|l| l.ino)
+                .collect();
+            return match bound.is_empty() {
+                true => Err(Deny::quiet(libc::ECONNREFUSED)),
+                false if caller.holds_all(&bound) => Ok((addr.to_vec(), None)),
+                false => Err(Deny::outside(&shown)),
             };
         }
         let path = until_nul(path);
         let shown = String::from_utf8_lossy(path).into_owned();
         // Missing, or not reachable as the caller sees it: the error connect would give.
-        let target = self.open_in_caller(path).map_err(Deny::quiet)?;
+        let target = caller.open(path).map_err(Deny::quiet)?;
         let (dev, ino) = stat_fd(&target).ok_or(Deny::quiet(libc::ECONNREFUSED))?;
         let allowed = rules.allow_all || rules.allowed.iter().any(|a| a.dev == dev && a.ino == ino);
         if !allowed {
             let listening = listeners(diag).map_err(|e| Deny::failed(e, &shown))?;
-            // sock_diag reports the file's inode in 32 bits.
-            match listening.iter().find(|l| l.vfs == Some((dev, ino as u32))) {
-                // No socket listens on it in this namespace: an old file, or one a program
-                // outside listens on (network on shares the namespace with the host).
-                None => return Err(Deny::outside(&shown)),
-                Some(l) if self.held_inside(l.ino) => {}
-                Some(_) => return Err(Deny::outside(&shown)),
+            // sock_diag reports the file's inode in 32 bits: every socket that could be the
+            // one bound to it must be the sandbox's own.
+            let bound: Vec<u32> = listening
+                .iter()
+                .filter(|l| l.vfs == Some((dev, ino as u32)))
+                .map(|l| l.ino)
+                .collect();
+            // None listening on it in this namespace: an old file, or one a program outside
+            // listens on (with network off, from another namespace).
+            if bound.is_empty() || !caller.holds_all(&bound) {
+                return Err(Deny::outside(&shown));
             }
         }
         let through = format!("/proc/self/fd/{}", target.as_raw_fd()).into_bytes();
@@ -341,29 +335,73 @@ impl Call {
         .to_vec();
         Ok((bytes, Some(target)))
     }
+}
 
-    /// Whether a process of the caller's sandbox (its PID namespace) holds the socket with
-    /// inode `socket_ino` open.
-    fn held_inside(&self, socket_ino: u32) -> bool {
-        let Some(ns) = pid_namespace(self.pid) else {
-            return false;
+/// What the judgement needs of the calling process, taken while it is known to be alive.
+struct Caller {
+    root: OwnedFd,
+    cwd: OwnedFd,
+    /// Its PID namespace: the sandbox's processes are the ones in it.
+    pid_ns: u64,
+}
+
+impl Caller {
+    fn of(pid: u32) -> Result<Caller, i32> {
+        let dir = |what: &str| {
+            open_path(
+                &format!("/proc/{pid}/{what}"),
+                libc::O_PATH | libc::O_DIRECTORY,
+            )
         };
-        let wanted = format!("socket:[{socket_ino}]");
+        Ok(Caller {
+            root: dir("root")?,
+            cwd: dir("cwd")?,
+            pid_ns: pid_namespace(pid).ok_or(libc::ESRCH)?,
+        })
+    }
+
+    /// A file as the caller sees it: absolute paths inside its root (links cannot lead out
+    /// of it), relative ones from its working directory with no link on the way.
+    fn open(&self, path: &[u8]) -> Result<OwnedFd, i32> {
+        let (base, resolve) = if path.first() == Some(&b'/') {
+            (&self.root, libc::RESOLVE_IN_ROOT)
+        } else {
+            (
+                &self.cwd,
+                libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS,
+            )
+        };
+        openat2(base, path, libc::O_PATH | libc::O_CLOEXEC, resolve)
+    }
+
+    /// Whether each of the sockets (by inode) is held open by a process of the caller's
+    /// sandbox. Nothing outside can hand a socket in, so those were created inside.
+    fn holds_all(&self, sockets: &[u32]) -> bool {
+        let wanted: Vec<String> = sockets.iter().map(|i| format!("socket:[{i}]")).collect();
+        let mut found = vec![false; wanted.len()];
         let Ok(procs) = std::fs::read_dir("/proc") else {
             return false;
         };
-        procs
+        for pid in procs
             .flatten()
             .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-            .filter(|&pid| pid_namespace(pid) == Some(ns))
-            .any(|pid| {
-                std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
-                    fds.flatten().any(|fd| {
-                        std::fs::read_link(fd.path())
-                            .is_ok_and(|l| l.as_os_str() == wanted.as_str())
-                    })
-                })
-            })
+            .filter(|&pid| pid_namespace(pid) == Some(self.pid_ns))
+        {
+            let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+                continue;
+            };
+            for fd in fds.flatten() {
+                if let Ok(link) = std::fs::read_link(fd.path()) {
+                    if let Some(i) = wanted.iter().position(|w| link.as_os_str() == w.as_str()) {
+                        found[i] = true;
+                    }
+                }
+            }
+            if found.iter().all(|f| *f) {
+                return true;
+            }
+        }
+        false
     }
 }
 

@@ -4,8 +4,9 @@
 //! decisions are made by another process (a user-notification filter needs its listener fd
 //! from the `seccomp()` call that installs it), so this does, then steps aside:
 //!
-//! 1. reads the BPF program (built by pi-sandbox, `src/platform/seccomp.rs`) from FILTER_FD;
-//! 2. installs it with `SECCOMP_FILTER_FLAG_NEW_LISTENER`;
+//! 1. reads the BPF programs (built by pi-sandbox, `src/platform/seccomp.rs`: each as its
+//!    length in bytes, u32 little endian, then its instructions) from FILTER_FD;
+//! 2. installs the first with `SECCOMP_FILTER_FLAG_NEW_LISTENER`, then the others;
 //! 3. sends the listener, and a sock_diag netlink socket opened here (so that it sees this
 //!    sandbox's network namespace), over LISTENER_FD (a unix socket whose other end
 //!    pi-sandbox's supervisor holds) and closes them;
@@ -44,7 +45,25 @@ fn fd_arg(a: Option<OsString>, what: &str) -> RawFd {
     }
 }
 
-fn install(filter: &[u8]) -> RawFd {
+/// The programs in `framed` (see the header).
+fn programs(mut framed: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    while !framed.is_empty() {
+        let Some((len, rest)) = framed.split_first_chunk::<4>() else {
+            usage("a truncated filter file");
+        };
+        let len = u32::from_le_bytes(*len) as usize;
+        if len > rest.len() {
+            usage("a truncated filter file");
+        }
+        out.push(&rest[..len]);
+        framed = &rest[len..];
+    }
+    out
+}
+
+/// Installs `filter`; with `listener`, returns the listener the kernel made for it.
+fn install(filter: &[u8], listener: bool) -> RawFd {
     if filter.is_empty() || !filter.len().is_multiple_of(8) || filter.len() / 8 > u16::MAX as usize
     {
         eprintln!(
@@ -62,16 +81,21 @@ fn install(filter: &[u8]) -> RawFd {
         if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
             fail("no_new_privs");
         }
-        let listener = libc::syscall(
+        let flags = if listener {
+            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER
+        } else {
+            0
+        };
+        let fd = libc::syscall(
             libc::SYS_seccomp,
             libc::SECCOMP_SET_MODE_FILTER,
-            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+            flags,
             &prog as *const libc::sock_fprog,
         );
-        if listener < 0 {
+        if fd < 0 {
             fail("installing the socket filter");
         }
-        listener as RawFd
+        fd as RawFd
     }
 }
 
@@ -106,7 +130,14 @@ fn main() {
     if diag < 0 {
         fail("opening a sock_diag socket");
     }
-    let listener = install(&filter);
+    let programs = programs(&filter);
+    let Some((first, rest)) = programs.split_first() else {
+        usage("no filter");
+    };
+    let listener = install(first, true);
+    for p in rest {
+        install(p, false);
+    }
     if fd_passing::send_fds(socket, &[listener, diag]).is_err() {
         fail("handing the listener to the supervisor");
     }
