@@ -302,7 +302,7 @@ mod linux {
                 }
             },
         )?;
-        let listener = libc::SECCOMP_FILTER_FLAG_NEW_LISTENER as u64;
+        let listener = libc::SECCOMP_FILTER_FLAG_NEW_LISTENER;
         let seal = program(
             "no second supervisor",
             &arch,
