@@ -6,7 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { makeWorld, runPi } from "./helpers/pi-run.mjs";
 
@@ -324,4 +324,46 @@ test("real work keeps working: recreating a virtualenv, and file names that are 
   assert.match(out, /pem=1/, "a denyWrite file with a non-UTF-8 name stays read-only");
   assert.match(out, /plain=ok/);
   assert.equal(readFileSync(Buffer.concat([Buffer.from(`${w.project}/`), Buffer.from([0xff]), Buffer.from(".pem")]), "utf8"), "PEM");
+});
+
+test("hooks wherever git looks for them: a husky-style core.hooksPath is protected like .git/hooks, and its hook still runs inside", async (t) => {
+  const w = makeWorld("esc-husky");
+  t.after(w.cleanup);
+  userRepo(w.project);
+  const marker = path.join(w.root, "host-ran");
+  const inside = path.join(w.project, "hook-ran-inside");
+  // husky 9's layout: git runs .husky/_/<hook>, a wrapper that runs .husky/<hook>.
+  mkdirSync(path.join(w.project, ".husky", "_"), { recursive: true });
+  writeFileSync(path.join(w.project, ".husky", "_", "pre-commit"), '#!/bin/sh\n. "$(dirname "$0")/../pre-commit"\n');
+  chmodSync(path.join(w.project, ".husky", "_", "pre-commit"), 0o755);
+  writeFileSync(path.join(w.project, ".husky", "pre-commit"), `#!/bin/sh\ntouch ${inside}\n`);
+  hostGit(w.project, "config", "core.hooksPath", ".husky/_");
+  const r = await runPi({
+    world: w,
+    script: [
+      [
+        call("write", { path: ".husky/pre-commit", content: evil(marker) }),
+        call("edit", { path: ".husky/_/pre-commit", edits: [{ oldText: "pre-commit", newText: "x" }] }),
+        call("write", { path: ".husky/_/post-commit", content: evil(marker) }),
+        call("bash", { command: `echo 'echo ran >> ${marker}' >> .husky/pre-commit; echo rc1=$?; printf '#!/bin/sh\\necho ran >> ${marker}\\n' > .husky/_/post-checkout; echo rc2=$?` }),
+        // the real work: a commit inside the sandbox runs the user's hook there
+        call("bash", { command: "echo b > b.txt && git add b.txt && git -c user.email=a@b -c user.name=agent commit -qm b && echo committed" }),
+      ],
+    ],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const res = byId(r.results);
+  for (const id of ["call_0_0", "call_0_1", "call_0_2"]) assert.match(res[id], /git hooks directory/, res[id]);
+  assert.match(res.call_0_3, /rc1=1/);
+  assert.match(res.call_0_3, /rc2=1/);
+  assert.match(res.call_0_4, /committed/);
+  assert.ok(existsSync(inside), "the husky hook did not run inside the sandbox");
+  // The user's own git on the host afterwards runs nothing the agent wrote.
+  rmSync(inside);
+  writeFileSync(path.join(w.project, "c.txt"), "c\n");
+  hostGit(w.project, "add", "-A");
+  hostGit(w.project, "commit", "-qm", "user");
+  hostGit(w.project, "checkout", "-q", "HEAD~1");
+  assert.equal(existsSync(marker), false, "an agent-written hook ran on the host");
+  assert.ok(existsSync(inside), "the user's own hook stopped running");
 });

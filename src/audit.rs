@@ -397,6 +397,14 @@ fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
                 restore,
             ))
         }
+        // git runs what is there at the user's next commit.
+        Protection::HookDir(label) => {
+            return Some(quarantine(
+                path,
+                &format!("it is in the {label}; git would run it on the host"),
+                restore,
+            ))
+        }
         // What a protected link pointed to while it did not exist, created by the command:
         // pi or git load it through the link.
         Protection::LinkTarget { link, of } if before == Some(LINK_TARGET_MISSING) => {

@@ -100,6 +100,9 @@ pub struct Config {
     pub deny_read: Sourced<Vec<String>>,
     pub allow_write: Sourced<Vec<String>>,
     pub deny_write: Sourced<Vec<String>>,
+    /// Let the agent edit the directories `core.hooksPath` names (husky's hooks); a git dir's
+    /// own `hooks` stays protected.
+    pub allow_hooks_path: Sourced<bool>,
     /// Environment variables kept for sandboxed commands whatever else says (`env.allow`),
     /// and dropped besides the built-in patterns (`env.deny`): names or `*`/`?` patterns.
     pub env_allow: Sourced<Vec<String>>,
@@ -153,6 +156,7 @@ impl Config {
             deny_read_reasons: deny_read.into_iter().collect(),
             allow_write: Sourced::default(strings(&[".", "/tmp"])),
             deny_write: Sourced::default(strings(&[".env", ".env.*", "*.pem", "*.key"])),
+            allow_hooks_path: Sourced::default(false),
             env_allow: Sourced::default(vec![]),
             env_deny: Sourced::default(vec![]),
             ignore_violations: Sourced::default(BTreeMap::new()),
@@ -278,6 +282,7 @@ struct FilesystemLayer {
     deny_read: Option<Vec<String>>,
     allow_write: Option<Vec<String>>,
     deny_write: Option<Vec<String>>,
+    allow_hooks_path: Option<bool>,
 }
 
 /// Parses one layer's text. `file` is only used in errors.
@@ -456,6 +461,12 @@ fn apply_layer(cfg: &mut Config, file: &Path, layer: FileLayer) -> Result<(), Co
             if let Some(v) = v {
                 check_strings(file, key, v)?;
             }
+        }
+        if let Some(v) = fs.allow_hooks_path {
+            cfg.allow_hooks_path = Sourced {
+                value: v,
+                source: src(),
+            };
         }
         set(&mut cfg.deny_read, fs.deny_read);
         set(&mut cfg.allow_write, fs.allow_write);

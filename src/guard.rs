@@ -11,6 +11,7 @@ use std::sync::Arc;
 use globset::{Glob, GlobBuilder};
 
 use crate::config::{Config, Env, Mode, Source, Sourced};
+use crate::hooks::HookDir;
 use crate::paths::{self, PathError};
 use crate::protected::{self, Anchors, Hit};
 use crate::rules::{Rule, RuleSet, RuleSetBuilder};
@@ -204,6 +205,8 @@ pub struct Guard {
     /// denyWrite as globs over canonical absolute paths (name patterns stay bare), for OS
     /// layers that take patterns (macOS).
     deny_write_globs: Arc<[String]>,
+    /// Where git runs hooks from besides `.git/hooks` (`core.hooksPath`).
+    hook_dirs: Arc<[HookDir]>,
 }
 
 impl Guard {
@@ -344,6 +347,7 @@ impl Guard {
             git_dirs_around_allow_write,
             deny_read_paths: deny_read_paths.into(),
             deny_write_globs: deny_write_globs.into(),
+            hook_dirs: Arc::from(Vec::new()),
             enabled: config.enabled.clone(),
             mode: config.mode.clone(),
             approval,
@@ -636,6 +640,25 @@ impl Guard {
                 ),
             );
         }
+        let hooks = self.hook_dir(path);
+        steps.push(|| Step {
+            rule: "git hooks directory (core.hooksPath)".into(),
+            source: Source::Mandatory.to_string(),
+            matched: hooks.is_some(),
+        });
+        if let Some(h) = hooks {
+            return make(
+                Verdict::Deny,
+                hook_label(h),
+                Source::Mandatory.to_string(),
+                format!(
+                    "Blocked write to {shown}: it lies in the git hooks directory {} ({}, for {}); the user's next git command would run what is written there. Edit the hooks yourself outside pi if the change is wanted, or set filesystem.allowHooksPath.",
+                    h.path.display(),
+                    h.why,
+                    h.git_dir.display()
+                ),
+            );
+        }
         // A denyRead directory is an empty read-only mask inside bash: nothing can be
         // written into it there, and the file tools must not either.
         let hidden = self.deny_read.first_match(path);
@@ -730,6 +753,22 @@ impl Guard {
         } else {
             self.git_dirs_around_allow_write.iter().any(|g| g == dir)
         }
+    }
+
+    /// The hooks directory (`core.hooksPath`) `path` is or lies in, if any.
+    fn hook_dir(&self, path: &Path) -> Option<&HookDir> {
+        self.hook_dirs
+            .iter()
+            .find(|h| protected::is_under(path, &h.path))
+    }
+
+    /// The directories git runs hooks from besides `.git/hooks`, found by the session.
+    pub fn set_hook_dirs(&mut self, dirs: Vec<HookDir>) {
+        self.hook_dirs = dirs.into();
+    }
+
+    pub fn hook_dirs(&self) -> &[HookDir] {
+        &self.hook_dirs
     }
 
     /// The allowWrite entry containing `path`, if any.
@@ -870,6 +909,9 @@ impl Guard {
         if let Some(hit) = self.control_surface(canonical, is_git_dir) {
             return Some(Protection::Surface(hit));
         }
+        if let Some(h) = self.hook_dir(canonical) {
+            return Some(Protection::HookDir(hook_label(h)));
+        }
         let exempt = self.deny_write_exemption(canonical, is_git_dir);
         self.deny_write
             .first_match_outside(canonical, exempt.as_ref().map(|(dir, _)| dir.as_path()))
@@ -896,6 +938,8 @@ pub enum Protection {
     Surface(Hit),
     /// A denyWrite pattern (its label).
     DenyWrite(String),
+    /// A directory git runs hooks from by `core.hooksPath` (`hooks`): its label.
+    HookDir(String),
     /// What a protected name that is a symlink points to (`.git/hooks -> ../githooks`).
     LinkTarget { link: PathBuf, of: Box<Protection> },
     /// Another name (hard link) of the protected file `of`.
@@ -907,7 +951,7 @@ impl Protection {
     pub fn label(&self) -> String {
         match self {
             Protection::Surface(h) => surface_label(h),
-            Protection::DenyWrite(l) => l.clone(),
+            Protection::DenyWrite(l) | Protection::HookDir(l) => l.clone(),
             Protection::LinkTarget { link, .. } => {
                 format!("target of protected link {}", link.display())
             }
@@ -918,6 +962,10 @@ impl Protection {
 
 /// Dependency trees exempt from denyWrite (in both layers); see `deny_write_exemption`.
 pub const DEPENDENCY_TREES: &[&str] = &["node_modules", ".venv", "target"];
+
+fn hook_label(h: &HookDir) -> String {
+    format!("git hooks directory {} ({})", h.path.display(), h.why)
+}
 
 fn surface_label(hit: &Hit) -> String {
     format!("{} {}", hit.entry.what, hit.root.display())

@@ -7,6 +7,7 @@ pub mod config;
 pub mod credentials;
 pub mod environment;
 pub mod guard;
+pub mod hooks;
 pub mod index;
 pub mod launch;
 pub mod open;

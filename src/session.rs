@@ -261,7 +261,10 @@ impl Session {
             })?,
         };
         let config = config::load(&self.options.env)?;
-        let guard = Guard::new(&config, &self.options.env, approval)?;
+        let mut guard = Guard::new(&config, &self.options.env, approval)?;
+        if !config.allow_hooks_path.value {
+            guard.set_hook_dirs(hook_dirs_around(&guard));
+        }
         let names = process_env_names();
         let read_by_pi = environment::models_json_vars(
             &self.options.env.agent_dir,
@@ -688,6 +691,23 @@ impl Session {
         if let Ok(l) = &self.state {
             let _ = writeln!(
                 out,
+                "\nGit hooks directories besides .git/hooks (core.hooksPath), protected like it (filesystem.allowHooksPath: {}):",
+                l.config.allow_hooks_path.value
+            );
+            if l.guard.hook_dirs().is_empty() {
+                let _ = writeln!(out, "  none");
+            }
+            for h in l.guard.hook_dirs() {
+                let _ = writeln!(
+                    out,
+                    "  {} — {} in {}",
+                    h.path.display(),
+                    h.why,
+                    h.git_dir.display()
+                );
+            }
+            let _ = writeln!(
+                out,
                 "\nEnvironment variables sandboxed commands do not get (env.allow: {}; env.deny: {}):",
                 show_list(&l.config.env_allow.value),
                 show_list(&l.config.env_deny.value)
@@ -701,6 +721,24 @@ impl Session {
         }
         out
     }
+}
+
+/// The hooks directories (`core.hooksPath`) of the repositories the session works in: the
+/// one around its directory and around each allowWrite root.
+fn hook_dirs_around(guard: &Guard) -> Vec<crate::hooks::HookDir> {
+    let env = guard.env();
+    let mut repos = Vec::new();
+    for dir in std::iter::once(env.cwd.as_path()).chain(guard.allow_write_paths()) {
+        if let Some(repo) = crate::hooks::enclosing_repo(dir) {
+            if !repos.contains(&repo) {
+                repos.push(repo);
+            }
+        }
+    }
+    repos
+        .iter()
+        .flat_map(|(git_dir, worktree)| crate::hooks::hook_dirs(git_dir, worktree, &env.home))
+        .collect()
 }
 
 fn show_list(v: &[String]) -> String {
