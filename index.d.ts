@@ -120,6 +120,13 @@ export declare class Sandbox {
    * read-only or busy that the sandbox keeps so, with the rule and how to change it.
    */
   explainWriteFailures(output: string): Array<string>
+  /**
+   * `path` (a `PATH` value) without the entries pi itself must not run programs from:
+   * relative ones, and those inside a directory the agent may write (an activated
+   * virtualenv's `bin`, `node_modules/.bin`), where a planted `rg` or `git` would run on
+   * the host. Sandboxed commands keep the full `PATH`.
+   */
+  hostPath(path: string): string
   /** The effective configuration as text, each value with the file it came from. */
   describe(): string
 }

@@ -367,3 +367,27 @@ test("hooks wherever git looks for them: a husky-style core.hooksPath is protect
   assert.equal(existsSync(marker), false, "an agent-written hook ran on the host");
   assert.ok(existsSync(inside), "the user's own hook stopped running");
 });
+
+test("a program planted in a PATH directory the agent can write never runs on the host: pi's rg is the system's", async (t) => {
+  const w = makeWorld("esc-path");
+  t.after(w.cleanup);
+  const marker = path.join(w.root, "host-ran");
+  const venvBin = path.join(w.project, ".venv", "bin");
+  mkdirSync(venvBin, { recursive: true });
+  writeFileSync(path.join(w.project, "notes.txt"), "needle here\n");
+  const r = await runPi({
+    world: w,
+    // An activated virtualenv: its bin first on pi's PATH.
+    env: { PATH: [venvBin, process.env.PATH].join(":") },
+    script: [
+      // The agent plants rg where pi would look first, then asks pi to grep.
+      [call("bash", { command: `printf '#!/bin/sh\\necho ran >> ${marker}\\nexec /usr/bin/rg "$@"\\n' > .venv/bin/rg && chmod +x .venv/bin/rg && echo planted` })],
+      [call("grep", { pattern: "needle", path: "." })],
+    ],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const res = byId(r.results);
+  assert.match(res.call_0_0, /planted/);
+  assert.match(res.call_1_0, /needle here/);
+  assert.equal(existsSync(marker), false, "pi ran the planted rg on the host");
+});

@@ -22,9 +22,36 @@ const EXIT_STDIO_GRACE_MS = 100;
 /** setTimeout's limit. */
 const MAX_TIMEOUT_MS = 2_147_483_647;
 
+/**
+ * `PATH` as it was before pi's own was narrowed to what is safe to run on the host (see
+ * `narrowHostPath`): sandboxed commands get every entry back (an activated virtualenv's
+ * `bin` included), in front of the entries pi added.
+ */
+let fullPath: string | undefined;
+
+/** Narrows pi's own `PATH` with `narrow` (the sandbox's `hostPath`), keeping the full one for sandboxed commands. */
+export function narrowHostPath(narrow: (path: string) => string) {
+	const key = pathKey(process.env);
+	fullPath ??= process.env[key] ?? "";
+	process.env[key] = narrow(fullPath);
+}
+
+function pathKey(env: NodeJS.ProcessEnv): string {
+	return Object.keys(env).find((k) => k.toLowerCase() === "path") ?? "PATH";
+}
+
+/** `env`'s PATH with the entries narrowing took out put back (pi's additions stay first). */
+function withFullPath(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+	if (fullPath === undefined) return env;
+	const key = pathKey(env);
+	const full = fullPath.split(delimiter);
+	const added = (env[key] ?? "").split(delimiter).filter((e) => e && !full.includes(e));
+	return { ...env, [key]: [...added, ...full].filter(Boolean).join(delimiter) };
+}
+
 /** The environment pi gives a shell when the caller passes none: its bin dir on PATH. */
 export function shellEnv(agentDir: string): NodeJS.ProcessEnv {
-	const key = Object.keys(process.env).find((k) => k.toLowerCase() === "path") ?? "PATH";
+	const key = pathKey(process.env);
 	const current = process.env[key] ?? "";
 	const bin = join(agentDir, "bin");
 	const path = current.split(delimiter).includes(bin) ? current : [bin, current].filter(Boolean).join(delimiter);
@@ -74,7 +101,7 @@ export async function runPrepared(
 	const args = prepared.args;
 	if (!program || !args) throw new Error("Blocked: the sandbox launch is incomplete (no program).");
 	// Secrets stay out of the command's environment (bwrap unsets them as well).
-	const childEnv = { ...(env ?? shellEnv(agentDir)) };
+	const childEnv = withFullPath({ ...(env ?? shellEnv(agentDir)) });
 	for (const name of prepared.unsetEnv) delete childEnv[name];
 	const child = spawn(program, args, {
 		cwd,

@@ -26,7 +26,7 @@ import type {
 	WriteOperations,
 } from "@mariozechner/pi-coding-agent";
 import type { PreparedCommand } from "../index.js";
-import { runPrepared } from "./exec.ts";
+import { narrowHostPath, runPrepared } from "./exec.ts";
 import { addonLoadFailure, askApproval, showStatus, sandboxReport } from "./ui.ts";
 import type { FileBackend, SandboxAddon, SandboxHandle } from "./ui.ts";
 
@@ -265,6 +265,8 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		}
 		const s = await session(ctx);
 		if (s?.error) ctx.ui.notify(`pi-sandbox-rs: ${s.error.message}`, "error");
+		// pi runs rg, fd and others on the host from PATH: none from where the agent writes.
+		if (s) narrowHostPath((p) => s.hostPath(p));
 		const bash = await addon.probeCapability();
 		if (bash.kind === "none") ctx.ui.notify(`pi-sandbox-rs: bash is blocked. ${bash.reason}`, "warning");
 		status(ctx, s);

@@ -828,6 +828,15 @@ impl Sandbox {
         self.commands.session().explain_write_failures(&output)
     }
 
+    /// `path` (a `PATH` value) without the entries pi itself must not run programs from:
+    /// relative ones, and those inside a directory the agent may write (an activated
+    /// virtualenv's `bin`, `node_modules/.bin`), where a planted `rg` or `git` would run on
+    /// the host. Sandboxed commands keep the full `PATH`.
+    #[napi(catch_unwind)]
+    pub fn host_path(&self, path: String) -> String {
+        self.commands.session().host_path(&path)
+    }
+
     /// The effective configuration as text, each value with the file it came from.
     #[napi(catch_unwind)]
     pub fn describe(&self) -> String {

@@ -319,6 +319,33 @@ impl Session {
         }
     }
 
+    /// See `Sandbox.hostPath`: `path` without relative entries and entries the agent could
+    /// write into (all of them, with no policy loaded).
+    pub fn host_path(&self, path: &str) -> String {
+        let Some(guard) = self.guard() else {
+            // No policy: only the system directories.
+            return path
+                .split(':')
+                .filter(|e| detect::SYSTEM_DIRS.contains(e))
+                .collect::<Vec<_>>()
+                .join(":");
+        };
+        let roots: Vec<&Path> = guard.allow_write_paths().collect();
+        path.split(':')
+            .filter(|entry| {
+                let p = Path::new(entry);
+                if !p.is_absolute() {
+                    return false;
+                }
+                let real = crate::paths::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+                !roots.iter().any(|r| {
+                    crate::protected::is_under(p, r) || crate::protected::is_under(&real, r)
+                })
+            })
+            .collect::<Vec<_>>()
+            .join(":")
+    }
+
     /// The variables of pi's environment a sandboxed command does not get, and why.
     pub fn dropped_env(&self) -> Vec<environment::Dropped> {
         match &self.state {
