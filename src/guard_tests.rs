@@ -475,6 +475,7 @@ fn explain_lists_each_rule_consulted() {
             "enabled = true",
             "mode read-write",
             "pi control surface",
+            "git hooks directory (core.hooksPath)",
             "denyRead (writes into hidden paths)",
             "denyWrite"
         ]
