@@ -48,13 +48,23 @@ async function time(fn) {
   return Number(process.hrtime.bigint() - t0) / 1e6;
 }
 
-/** The same mounts as `prepared`, by path, with the script on fd 3. */
+/**
+ * The same mounts as `prepared`, by path, with the script on fd 3; without the hardening
+ * (seccomp filters, pi-sandbox-init and its socket supervisor), which is timed apart.
+ */
 function bareArgsOf(prepared) {
   const out = [];
   const shown = prepared.shown;
   for (let i = 0; i < shown.length; i++) {
     const a = shown[i];
-    if (a === "--bind-fd" || a === "--ro-bind-fd") {
+    if (a === "--add-seccomp-fd") {
+      i += 1;
+    } else if (a === "--perms" && shown[i + 4] === "/tmp/.pi-sandbox-init") {
+      i += 4;
+    } else if (a === "--" && shown[i + 1] === "/tmp/.pi-sandbox-init") {
+      out.push(a);
+      i += 4;
+    } else if (a === "--bind-fd" || a === "--ro-bind-fd") {
       out.push(a === "--bind-fd" ? "--bind" : "--ro-bind", shown[i + 2], shown[i + 2]);
       i += 2;
     } else if (a === "--ro-bind-data") {
