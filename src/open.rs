@@ -109,7 +109,27 @@ pub(crate) fn open_no_symlinks(
     flags: libc::c_int,
     mode: libc::mode_t,
 ) -> io::Result<OwnedFd> {
+    let mode = if flags & libc::O_CREAT != 0 { mode } else { 0 };
+    let resolve = libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
     let c = cstring(path.as_os_str().as_bytes())?;
+    openat2(libc::AT_FDCWD, &c, flags | libc::O_CLOEXEC, mode, resolve).or_else(|e| {
+        // Kernels before 5.6 (or seccomp filters) lack openat2: walk instead.
+        match e.raw_os_error() {
+            Some(libc::ENOSYS) | Some(libc::EPERM) => open_by_walk(path, flags, mode),
+            _ => Err(e),
+        }
+    })
+}
+
+/// `openat2(dir, path, {flags, mode, resolve})`.
+#[cfg(target_os = "linux")]
+pub(crate) fn openat2(
+    dir: libc::c_int,
+    path: &std::ffi::CStr,
+    flags: libc::c_int,
+    mode: libc::mode_t,
+    resolve: u64,
+) -> io::Result<OwnedFd> {
     // struct open_how from <linux/openat2.h> (libc's is non-exhaustive).
     #[repr(C)]
     struct OpenHow {
@@ -118,34 +138,25 @@ pub(crate) fn open_no_symlinks(
         resolve: u64,
     }
     let how = OpenHow {
-        flags: (flags | libc::O_CLOEXEC) as u64,
-        mode: if flags & libc::O_CREAT != 0 {
-            mode as u64
-        } else {
-            0
-        },
-        resolve: libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS,
+        flags: flags as u64,
+        mode: mode as u64,
+        resolve,
     };
-    // SAFETY: openat2 with a valid path, a valid open_how and its size.
+    // SAFETY: openat2 with a valid dirfd, path, open_how and its size.
     let fd = unsafe {
         libc::syscall(
             libc::SYS_openat2,
-            libc::AT_FDCWD,
-            c.as_ptr(),
+            dir,
+            path.as_ptr(),
             &how as *const OpenHow,
             std::mem::size_of::<OpenHow>(),
         )
     };
-    if fd >= 0 {
-        // SAFETY: the kernel returned a new fd.
-        return Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) });
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
     }
-    let e = io::Error::last_os_error();
-    // Kernels before 5.6 (or seccomp filters) lack openat2: walk instead.
-    if matches!(e.raw_os_error(), Some(libc::ENOSYS) | Some(libc::EPERM)) {
-        return open_by_walk(path, flags, mode);
-    }
-    Err(e)
+    // SAFETY: the kernel returned a new fd.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -520,33 +520,9 @@ fn open_path(path: &str, flags: i32) -> Result<OwnedFd, i32> {
 }
 
 fn openat2(dir: &OwnedFd, path: &[u8], flags: i32, resolve: u64) -> Result<OwnedFd, i32> {
-    #[repr(C)]
-    struct OpenHow {
-        flags: u64,
-        mode: u64,
-        resolve: u64,
-    }
     let c = CString::new(path).map_err(|_| libc::EINVAL)?;
-    let how = OpenHow {
-        flags: flags as u64,
-        mode: 0,
-        resolve,
-    };
-    // SAFETY: openat2 with a valid dirfd, path and open_how of the right size.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            dir.as_raw_fd(),
-            c.as_ptr(),
-            &how as *const OpenHow,
-            std::mem::size_of::<OpenHow>(),
-        )
-    };
-    if fd < 0 {
-        return Err(errno());
-    }
-    // SAFETY: a new descriptor we own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+    crate::open::openat2(dir.as_raw_fd(), &c, flags, 0, resolve)
+        .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))
 }
 
 fn stat_fd(fd: &OwnedFd) -> Option<(u64, u64)> {
