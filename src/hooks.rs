@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::platform::detect;
 
@@ -105,24 +105,11 @@ fn configured_hooks_path(git_dir: &Path, worktree: &Path, home: &Path) -> Option
         cmd.env("XDG_CONFIG_HOME", xdg);
     }
     let mut child = cmd.spawn().ok()?;
-    let started = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => {
-                let mut out = String::new();
-                std::io::Read::read_to_string(&mut child.stdout.take()?, &mut out).ok()?;
-                let value = out.trim_end_matches('\n').to_string();
-                return (status.success() && !value.is_empty()).then_some(value);
-            }
-            Ok(None) if started.elapsed() > GIT_TIMEOUT => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(2)),
-            Err(_) => return None,
-        }
-    }
+    let status = detect::wait_or_kill(&mut child, GIT_TIMEOUT).ok()??;
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take()?, &mut out).ok()?;
+    let value = out.trim_end_matches('\n').to_string();
+    (status.success() && !value.is_empty()).then_some(value)
 }
 
 #[cfg(test)]

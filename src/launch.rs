@@ -256,9 +256,7 @@ fn bwrap_launch(
             FdSource::Init => unnamed_file(tmp_dir, init_program()?)?,
             FdSource::NotifyFilter => unnamed_file(
                 tmp_dir,
-                &crate::platform::seccomp::framed(
-                    &crate::platform::seccomp::notify_filters().map_err(LaunchError::Seccomp)?,
-                ),
+                crate::platform::seccomp::notify_file().map_err(LaunchError::Seccomp)?,
             )?,
             FdSource::SupervisorSocket => supervisor_end
                 .take()

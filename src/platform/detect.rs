@@ -232,31 +232,41 @@ fn run_probe(cmd: &mut Command) -> Result<(), String> {
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("could not start it: {e}"))?;
+    match wait_or_kill(&mut child, PROBE_TIMEOUT) {
+        Ok(Some(status)) if status.success() => Ok(()),
+        Ok(Some(status)) => {
+            let mut err = String::new();
+            if let Some(mut s) = child.stderr.take() {
+                let _ = s.read_to_string(&mut err);
+            }
+            let err = err.trim();
+            Err(if err.is_empty() {
+                format!("it exited with {status}")
+            } else {
+                err.to_string()
+            })
+        }
+        Ok(None) => Err(format!("it did not finish within {PROBE_TIMEOUT:?}")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Waits for `child` at most `limit`; past it the child is killed and reaped, and the
+/// answer is None. For programs run on the host that must not hold pi up.
+pub fn wait_or_kill(
+    child: &mut std::process::Child,
+    limit: Duration,
+) -> std::io::Result<Option<std::process::ExitStatus>> {
     let started = Instant::now();
     loop {
-        match child.try_wait() {
-            Ok(Some(status)) => {
-                if status.success() {
-                    return Ok(());
-                }
-                let mut err = String::new();
-                if let Some(mut s) = child.stderr.take() {
-                    let _ = s.read_to_string(&mut err);
-                }
-                let err = err.trim();
-                return Err(if err.is_empty() {
-                    format!("it exited with {status}")
-                } else {
-                    err.to_string()
-                });
-            }
-            Ok(None) if started.elapsed() > PROBE_TIMEOUT => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("it did not finish within {PROBE_TIMEOUT:?}"));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(2)),
-            Err(e) => return Err(e.to_string()),
+        if let Some(status) = child.try_wait()? {
+            return Ok(Some(status));
         }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(2));
     }
 }

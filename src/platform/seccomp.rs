@@ -171,8 +171,17 @@ mod linux {
         Ok(Program { purpose, bytes })
     }
 
-    /// The filters, in the order bwrap loads them.
-    pub fn kernel_filters() -> Result<Vec<Program>, SeccompError> {
+    /// The filters, in the order bwrap loads them; built once per process.
+    pub fn kernel_filters() -> Result<&'static [Program], SeccompError> {
+        static BUILT: once_cell::sync::OnceCell<Result<Vec<Program>, SeccompError>> =
+            once_cell::sync::OnceCell::new();
+        BUILT
+            .get_or_init(build_kernel_filters)
+            .as_deref()
+            .map_err(Clone::clone)
+    }
+
+    fn build_kernel_filters() -> Result<Vec<Program>, SeccompError> {
         let arch = arch()?;
         let always = Vec::new;
         // A unix datagram socket sends to whatever address each call names, past the
@@ -275,6 +284,16 @@ mod linux {
         ])
     }
 
+    /// `notify_filters` as `pi-sandbox-init` reads them (`framed`), built once per process.
+    pub fn notify_file() -> Result<&'static [u8], SeccompError> {
+        static BUILT: once_cell::sync::OnceCell<Result<Vec<u8>, SeccompError>> =
+            once_cell::sync::OnceCell::new();
+        BUILT
+            .get_or_init(|| notify_filters().map(|p| framed(&p)))
+            .as_deref()
+            .map_err(Clone::clone)
+    }
+
     /// The filters `pi-sandbox-init` installs inside the sandbox, in order:
     ///
     /// 1. every `connect` waits for the supervisor (`platform::supervisor`), which performs
@@ -287,7 +306,7 @@ mod linux {
     ///
     /// seccompiler has no user-notification action: the first is built with `Trap` as the
     /// match action and those returns are rewritten.
-    pub fn notify_filters() -> Result<Vec<Program>, SeccompError> {
+    fn notify_filters() -> Result<Vec<Program>, SeccompError> {
         let arch = arch()?;
         let notify = compile(
             "connect, judged by the supervisor",
@@ -344,16 +363,16 @@ pub fn framed(programs: &[Program]) -> Vec<u8> {
 }
 
 #[cfg(target_os = "linux")]
-pub use linux::{kernel_filters, notify_filters};
+pub use linux::{kernel_filters, notify_file};
 
 /// No seccomp outside Linux: callers fail closed.
 #[cfg(not(target_os = "linux"))]
-pub fn kernel_filters() -> Result<Vec<Program>, SeccompError> {
+pub fn kernel_filters() -> Result<&'static [Program], SeccompError> {
     Err(SeccompError::UnsupportedArch(std::env::consts::OS.into()))
 }
 
 #[cfg(not(target_os = "linux"))]
-pub fn notify_filters() -> Result<Vec<Program>, SeccompError> {
+pub fn notify_file() -> Result<&'static [u8], SeccompError> {
     Err(SeccompError::UnsupportedArch(std::env::consts::OS.into()))
 }
 
@@ -492,7 +511,7 @@ mod tests {
             ),
         ];
         for (what, probe, want) in cases {
-            assert_eq!(in_filtered_child(&programs, probe), want, "{what}");
+            assert_eq!(in_filtered_child(programs, probe), want, "{what}");
         }
     }
 
@@ -502,7 +521,7 @@ mod tests {
     #[test]
     fn x32_numbers_are_refused_too() {
         let programs = kernel_filters().unwrap();
-        let got = in_filtered_child(&programs, || {
+        let got = in_filtered_child(programs, || {
             errno_of(unsafe { libc::syscall(libc::SYS_keyctl | 0x4000_0000, 0, 0, 0, 0, 0) })
         });
         assert_eq!(got, libc::EPERM);
