@@ -708,7 +708,12 @@ impl Tree {
                 protected.push((path.clone(), why.clone()));
             }
         }
-        let linked = mounts::record(&mut scan, roots, &self.guard, protected);
+        let links = if self.nodes.values().any(|n| n.multi.is_some()) {
+            mounts::Links::Collect
+        } else {
+            mounts::Links::Skip
+        };
+        let linked = mounts::record(&mut scan, roots, &self.guard, protected, links);
         if !linked.is_empty() {
             for (path, node) in &self.nodes {
                 if let Some(of) = node.multi.and_then(|k| linked.get(&k)) {

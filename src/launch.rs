@@ -149,13 +149,72 @@ fn write_temp(dir: &Path, prefix: &str, suffix: &str, text: &[u8]) -> Result<Pat
     Ok(path)
 }
 
-/// `bytes` in a file without a name (gone when the last fd on it closes), read from the start.
+/// `bytes` in a file without a name (gone when the last fd on it closes), read from the start:
+/// a sealed memfd on Linux (no disk write per command, and no one holding a descriptor can
+/// change it), a temp file in `dir` elsewhere.
 fn unnamed_file(dir: &Path, bytes: &[u8]) -> Result<OwnedFd, LaunchError> {
-    let err = script_error(dir);
-    let mut file: File = tempfile::tempfile_in(dir).map_err(&err)?;
-    file.write_all(bytes).map_err(&err)?;
-    file.rewind().map_err(&err)?;
+    #[cfg(target_os = "linux")]
+    {
+        sealed_memfd(bytes).map_err(script_error(dir))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let err = script_error(dir);
+        let mut file: File = tempfile::tempfile_in(dir).map_err(&err)?;
+        file.write_all(bytes).map_err(&err)?;
+        file.rewind().map_err(&err)?;
+        Ok(file.into())
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn sealed_memfd(bytes: &[u8]) -> std::io::Result<OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let name = c"pi-sandbox";
+    let flags = libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING;
+    // SAFETY: memfd_create with a NUL-terminated name. MFD_NOEXEC_SEAL (Linux 6.3) keeps the
+    // kernel from warning about executable memfds; older kernels refuse the flag.
+    let mut fd = unsafe { libc::memfd_create(name.as_ptr(), flags | libc::MFD_NOEXEC_SEAL) };
+    if fd < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
+        fd = unsafe { libc::memfd_create(name.as_ptr(), flags) };
+    }
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor we own.
+    let mut file = unsafe { File::from_raw_fd(fd) };
+    use std::os::fd::AsRawFd;
+    file.write_all(bytes)?;
+    file.rewind()?;
+    let seals = libc::F_SEAL_SEAL | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE;
+    // SAFETY: fcntl on our own descriptor.
+    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
     Ok(file.into())
+}
+
+/// What every launch passes unchanged (pi-sandbox-init, the seccomp programs): on Linux
+/// written once per process into a sealed memfd, then opened anew for each launch, so that
+/// each reader starts at its beginning and nothing is copied per command.
+fn shared_file(
+    cell: &'static once_cell::sync::OnceCell<OwnedFd>,
+    dir: &Path,
+    bytes: &[u8],
+) -> Result<OwnedFd, LaunchError> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let sealed = cell
+            .get_or_try_init(|| sealed_memfd(bytes))
+            .map_err(script_error(dir))?;
+        if let Ok(f) = File::open(format!("/proc/self/fd/{}", sealed.as_raw_fd())) {
+            return Ok(f.into());
+        }
+        // No /proc here: a copy of its own.
+    }
+    let _ = cell;
+    unnamed_file(dir, bytes)
 }
 
 /// bwrap's arguments as NUL-terminated strings (`bwrap --args FD`).
@@ -252,12 +311,27 @@ fn bwrap_launch(
         fds.push(match source {
             FdSource::Path(p) => open_mount_source(p)?,
             FdSource::Script => unnamed_file(tmp_dir, script.unwrap_or_default().as_bytes())?,
-            FdSource::Filter(i) => unnamed_file(tmp_dir, &filters[*i].bytes)?,
-            FdSource::Init => unnamed_file(tmp_dir, init_program()?)?,
-            FdSource::NotifyFilter => unnamed_file(
-                tmp_dir,
-                crate::platform::seccomp::notify_file().map_err(LaunchError::Seccomp)?,
-            )?,
+            FdSource::Filter(i) => {
+                static FILTERS: [once_cell::sync::OnceCell<OwnedFd>; 8] =
+                    [const { once_cell::sync::OnceCell::new() }; 8];
+                match FILTERS.get(*i) {
+                    Some(cell) => shared_file(cell, tmp_dir, &filters[*i].bytes)?,
+                    None => unnamed_file(tmp_dir, &filters[*i].bytes)?,
+                }
+            }
+            FdSource::Init => {
+                static INIT: once_cell::sync::OnceCell<OwnedFd> = once_cell::sync::OnceCell::new();
+                shared_file(&INIT, tmp_dir, init_program()?)?
+            }
+            FdSource::NotifyFilter => {
+                static NOTIFY: once_cell::sync::OnceCell<OwnedFd> =
+                    once_cell::sync::OnceCell::new();
+                shared_file(
+                    &NOTIFY,
+                    tmp_dir,
+                    crate::platform::seccomp::notify_file().map_err(LaunchError::Seccomp)?,
+                )?
+            }
             FdSource::SupervisorSocket => supervisor_end
                 .take()
                 .ok_or_else(|| LaunchError::Supervisor("named twice".into()))?,

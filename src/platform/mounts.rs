@@ -352,7 +352,7 @@ pub fn scan_protected(guard: &Guard, roots: &[PathBuf]) -> Scan {
         }
         judged.walk
     });
-    let linked_inodes = record(&mut scan, &roots, guard, protected);
+    let linked_inodes = record(&mut scan, &roots, guard, protected, Links::Collect);
     if linked_inodes.is_empty() {
         return scan;
     }
@@ -430,16 +430,22 @@ pub(crate) fn record(
     roots: &[PathBuf],
     guard: &Guard,
     protected: Vec<(PathBuf, Protection)>,
+    links: Links,
 ) -> HashMap<(u64, u64), PathBuf> {
     // Protected files with more than one name: only these can have a writable second name.
     let mut linked_inodes: HashMap<(u64, u64), PathBuf> = HashMap::new();
+    let mut collect_linked_inodes = |path: &Path, meta: &std::fs::Metadata, depth: usize| {
+        if links == Links::Collect {
+            collect_linked_inodes(path, meta, depth, &mut linked_inodes);
+        }
+    };
     for (path, why) in protected {
         let path = path.as_path();
         let Ok(meta) = std::fs::symlink_metadata(path) else {
             continue;
         };
         let audit_only = matches!(&why, Protection::Surface(h) if h.entry.keep == Keep::Audit);
-        collect_linked_inodes(path, &meta, usize::MAX, &mut linked_inodes);
+        collect_linked_inodes(path, &meta, usize::MAX);
         if meta.file_type().is_symlink() {
             // The kernel follows the link: what it points to is what git or pi load.
             // Bash needs a mount only inside its writable trees; the path guard needs the
@@ -469,7 +475,7 @@ pub(crate) fn record(
                         ..found
                     }),
                     Ok(tmeta) if roots.iter().any(|r| is_under(&target, r)) => {
-                        collect_linked_inodes(&target, &tmeta, usize::MAX, &mut linked_inodes);
+                        collect_linked_inodes(&target, &tmeta, usize::MAX);
                         scan.protected.push(found);
                     }
                     Ok(_) => {}
@@ -495,10 +501,19 @@ pub(crate) fn record(
     // their top levels only: pi's session transcripts are many and never linked by pi.
     for (p, _) in guard.anchors().fixed_paths() {
         if let Ok(meta) = std::fs::symlink_metadata(p) {
-            collect_linked_inodes(p, &meta, 2, &mut linked_inodes);
+            collect_linked_inodes(p, &meta, 2);
         }
     }
     linked_inodes
+}
+
+/// Whether `record` looks for the protected files that have several names. The index skips
+/// it while no file in the writable trees has several names: only such a file can be the
+/// writable second name of a protected one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Links {
+    Collect,
+    Skip,
 }
 
 /// Records `path`, another name of the protected file `of`, unless it is `of` itself.
