@@ -48,6 +48,16 @@ export declare class PreparedCommand {
 }
 
 /**
+ * Hides the session's secrets in one stream of output: `push` each chunk and show what it
+ * returns, then `finish` at the end of the stream. A secret split across chunks is held back
+ * until it can be hidden whole.
+ */
+export declare class RedactStream {
+  push(chunk: Buffer): Buffer
+  finish(): Buffer
+}
+
+/**
  * The policy of one pi session. Never throws for a broken config: it loads in a refusing
  * state (see `error`) so that every check fails closed with the reason.
  */
@@ -98,6 +108,18 @@ export declare class Sandbox {
    * only: never a value).
    */
   droppedEnv(): Array<JsDroppedEnv>
+  /**
+   * `text` with every secret of the session replaced by `[redacted: NAME]`: what a tool's
+   * result may show the model.
+   */
+  redact(text: string): string
+  /**
+   * A redactor for one output stream that arrives in chunks (a command's stdout or
+   * stderr); null when the session has no secret to hide.
+   */
+  redactStream(): RedactStream | null
+  /** The names whose values are hidden from the model (never the values). */
+  redactedNames(): Array<string>
   /** False when the config says `enabled: false`. */
   get enabled(): boolean
   /** Sets the mode for the rest of the session; `how` is shown as its source. */

@@ -5,7 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { makeWorld, repo, runPi } from "./helpers/pi-run.mjs";
+import { makeWorld, repo, runPi, runPiRpc } from "./helpers/pi-run.mjs";
 
 const { Sandbox } = await import(path.join(repo, "index.js"));
 
@@ -108,4 +108,62 @@ test("credential files of the usual tools, pi's models.json and other projects' 
   assert.match(results.at(-1).text, /custom providers/);
   assert.match(bash.text, /END/);
   assert.doesNotMatch(bash.text, /CRED-|127\.0\.0\.1/);
+});
+
+test("known secret values are hidden from the model in every tool's output, also when bash prints one in pieces", async (t) => {
+  const w = makeWorld("redact");
+  t.after(w.cleanup);
+  const token = ["ghp_REDACT", "ME0123456789"];
+  const authKey = "sk-ant-AUTHJSON-000111";
+  const listed = "corp-internal-password-42";
+  mkdirSync(path.join(w.agentDir, "extensions"), { recursive: true });
+  writeFileSync(path.join(w.agentDir, "extensions", "sandbox.json"), JSON.stringify({ redact: { values: [listed] } }));
+  writeFileSync(path.join(w.agentDir, "auth.json"), JSON.stringify({ anthropic: { type: "api_key", key: authKey } }));
+  writeFileSync(path.join(w.project, "src", "config.txt"), `token: ${token.join("")}\nkey: ${authKey}\npassword: ${listed}\nplain: visible\n`);
+  // The halves are printed apart, with a pause between: two chunks of output.
+  const pieces = `s=${token[0]}; t=${token[1]}; printf %s "$s"; sleep 0.3; printf '%s\\n' "$t"; echo END`;
+  const r = await runPiRpc({
+    world: w,
+    env: { GITHUB_TOKEN: token.join("") },
+    script: [
+      [
+        call("read", { path: "src/config.txt" }),
+        call("grep", { pattern: "token|key|password|plain", path: "src" }),
+        call("bash", { command: "cat src/config.txt" }),
+        call("bash", { command: pieces }),
+      ],
+    ],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const [read, grep, cat, split] = r.results;
+  for (const res of [read, grep, cat]) {
+    assert.match(res.text, /\[redacted: GITHUB_TOKEN\]/, res.text);
+    assert.match(res.text, /\[redacted: auth\.json anthropic\]/, res.text);
+    assert.match(res.text, /\[redacted: redact\.values\]/, res.text);
+    assert.match(res.text, /plain: visible/);
+  }
+  assert.match(split.text, /\[redacted: GITHUB_TOKEN\]\s*\nEND/, split.text);
+  // Nowhere in what pi sent (tool results, streamed updates of bash's output) is a value.
+  const everything = JSON.stringify(r.messages) + JSON.stringify(r.results);
+  for (const v of [token.join(""), authKey, listed]) assert.ok(!everything.includes(v), `${v} was shown`);
+  // Streamed updates did carry the output, redacted.
+  assert.match(JSON.stringify(r.messages.filter((m) => m.type === "tool_execution_update")), /redacted: GITHUB_TOKEN/);
+
+  // /sandbox lists the names, never the values.
+  const saved = process.env.GITHUB_TOKEN;
+  process.env.GITHUB_TOKEN = token.join("");
+  t.after(() => (saved === undefined ? delete process.env.GITHUB_TOKEN : (process.env.GITHUB_TOKEN = saved)));
+  const s = Sandbox.load({ cwd: w.project, home: w.home, agentDir: w.agentDir, approvalMode: "ask" });
+  const names = s.redactedNames();
+  for (const n of ["GITHUB_TOKEN", "auth.json anthropic", "redact.values"]) assert.ok(names.includes(n), `${n} in ${names}`);
+  const shown = s.describe();
+  assert.match(shown, /Secrets hidden from the model[^]*GITHUB_TOKEN/);
+  for (const v of [token.join(""), authKey, listed]) assert.ok(!shown.includes(v));
+  // The stream API on its own: a value split anywhere comes out hidden.
+  const full = Buffer.from(`a ${token.join("")} b`);
+  for (let cut = 0; cut <= full.length; cut++) {
+    const st = s.redactStream();
+    const out = Buffer.concat([st.push(full.subarray(0, cut)), st.push(full.subarray(cut)), st.finish()]).toString();
+    assert.equal(out, "a [redacted: GITHUB_TOKEN] b", `cut ${cut}`);
+  }
 });

@@ -208,6 +208,27 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 	}
 
 	/**
+	 * The session's secrets hidden in a command's output as it streams: what the user sees,
+	 * and what the model gets of a `!cmd` (the bash tool's result is redacted once more in
+	 * tool_result). A secret split across chunks is held back until it can be hidden whole;
+	 * `flush` passes on the rest when the command is over. Off with --no-sandbox or yolo.
+	 */
+	function redacting(onData: (data: Buffer) => void): { onData: (data: Buffer) => void; flush: () => void } {
+		const stream = disabledByFlag() || !current || current.mode === "yolo" ? null : current.redactStream();
+		if (!stream) return { onData, flush: () => {} };
+		return {
+			onData: (data) => {
+				const shown = stream.push(data);
+				if (shown.length > 0) onData(shown);
+			},
+			flush: () => {
+				const rest = stream.finish();
+				if (rest.length > 0) onData(rest);
+			},
+		};
+	}
+
+	/**
 	 * pi's bash, behind the sandbox: prepare, run, audit, as one step of the queue. The
 	 * sandbox is spawned directly (extension/exec.ts), with its mount sources as open fds. A
 	 * refused command throws for the bash tool (pi reports the reason as the tool's error)
@@ -219,7 +240,14 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		exec: (command, cwd, options) =>
 			serialized(async () => {
 				const prepared = await prepareCommand(command);
-				if (prepared === "unsandboxed") return local.exec(command, cwd, options);
+				if (prepared === "unsandboxed") {
+					const redacted = redacting(options.onData);
+					try {
+						return await local.exec(command, cwd, { ...options, onData: redacted.onData });
+					} finally {
+						redacted.flush();
+					}
+				}
 				if (prepared instanceof Error) {
 					if (refusal === "throw") throw prepared;
 					options.onData(Buffer.from(`${prepared.message}\n`));
@@ -227,13 +255,14 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 				}
 				// The tail of the output, to say which read-only paths its errors are about.
 				let tail = "";
-				const onData = (data: Buffer) => {
+				const redacted = redacting((data: Buffer) => {
 					tail = (tail + data.toString("utf8")).slice(-65536);
 					options.onData(data);
-				};
+				});
 				try {
-					return await runPrepared(prepared, cwd, { ...options, onData }, getAgentDir());
+					return await runPrepared(prepared, cwd, { ...options, onData: redacted.onData }, getAgentDir());
 				} finally {
+					redacted.flush();
 					// The audit: what the command left on pi's control surface, moved aside.
 					const findings = await prepared.finishAsync();
 					const note = explainNote(tail) + findings.map((f) => `\n[pi-sandbox] ${f}`).join("");
@@ -291,6 +320,23 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 			(event.input as Record<string, unknown>)[answer.patchKey] = answer.patchValue;
 		}
 		return undefined;
+	});
+
+	// What every tool returns to the model, with the session's secrets hidden: the read and
+	// grep tools' text, bash's final output, anything else a tool says.
+	pi.on("tool_result", async (event, ctx) => {
+		if (disabledByFlag() || !addon) return undefined;
+		const s = await session(ctx);
+		if (!s || s.mode === "yolo") return undefined;
+		let changed = false;
+		const content = event.content.map((part) => {
+			if (part.type !== "text") return part;
+			const text = s.redact(part.text);
+			if (text === part.text) return part;
+			changed = true;
+			return { ...part, text };
+		});
+		return changed ? { content } : undefined;
 	});
 
 	pi.registerCommand("sandbox", {

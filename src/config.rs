@@ -107,6 +107,10 @@ pub struct Config {
     /// and dropped besides the built-in patterns (`env.deny`): names or `*`/`?` patterns.
     pub env_allow: Sourced<Vec<String>>,
     pub env_deny: Sourced<Vec<String>>,
+    /// Values hidden from the model in tools' output (`redact.values`), and variables whose
+    /// values are hidden as well (`redact.env`), besides the dropped variables and pi's keys.
+    pub redact_values: Sourced<Vec<String>>,
+    pub redact_env: Sourced<Vec<String>>,
     pub ignore_violations: Sourced<BTreeMap<String, Vec<String>>>,
     pub enable_weaker_nested_sandbox: Sourced<bool>,
     pub enable_weaker_network_isolation: Sourced<bool>,
@@ -159,6 +163,8 @@ impl Config {
             allow_hooks_path: Sourced::default(false),
             env_allow: Sourced::default(vec![]),
             env_deny: Sourced::default(vec![]),
+            redact_values: Sourced::default(vec![]),
+            redact_env: Sourced::default(vec![]),
             ignore_violations: Sourced::default(BTreeMap::new()),
             enable_weaker_nested_sandbox: Sourced::default(false),
             enable_weaker_network_isolation: Sourced::default(false),
@@ -248,6 +254,7 @@ struct FileLayer {
     network: Option<NetworkLayer>,
     filesystem: Option<FilesystemLayer>,
     env: Option<EnvLayer>,
+    redact: Option<RedactLayer>,
     ignore_violations: Option<BTreeMap<String, Vec<String>>>,
     enable_weaker_nested_sandbox: Option<bool>,
     enable_weaker_network_isolation: Option<bool>,
@@ -274,6 +281,13 @@ struct NetworkLayer {
 struct EnvLayer {
     allow: Option<Vec<String>>,
     deny: Option<Vec<String>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RedactLayer {
+    values: Option<Vec<String>>,
+    env: Option<Vec<String>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -492,6 +506,45 @@ fn apply_layer(cfg: &mut Config, file: &Path, layer: FileLayer) -> Result<(), Co
         }
         set(&mut cfg.env_allow, env.allow);
         set(&mut cfg.env_deny, env.deny);
+    }
+    if let Some(redact) = layer.redact {
+        if let Some(v) = &redact.values {
+            check_strings(file, "redact.values", v)?;
+            for (i, value) in v.iter().enumerate() {
+                if value.len() < crate::redact::MIN_SECRET_LEN {
+                    return Err(schema_err(
+                        file,
+                        format!("redact.values[{i}]"),
+                        format!(
+                            "a value to hide must have at least {} characters (shorter ones would garble ordinary output)",
+                            crate::redact::MIN_SECRET_LEN
+                        ),
+                    ));
+                }
+            }
+        }
+        if let Some(v) = &redact.env {
+            check_strings(file, "redact.env", v)?;
+            for (i, name) in v.iter().enumerate() {
+                if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    return Err(schema_err(
+                        file,
+                        format!("redact.env[{i}]"),
+                        format!("'{name}' is not a variable name: use letters, digits and '_'"),
+                    ));
+                }
+            }
+        }
+        // Each layer adds to the lists: a project file cannot unlist what the user hides.
+        for (target, more) in [
+            (&mut cfg.redact_values, redact.values),
+            (&mut cfg.redact_env, redact.env),
+        ] {
+            if let Some(more) = more {
+                target.value.extend(more);
+                target.source = src();
+            }
+        }
     }
     if let Some(v) = layer.ignore_violations {
         cfg.ignore_violations = Sourced {

@@ -252,4 +252,45 @@ mod tests {
         assert_eq!(got, BTreeSet::from(["CORP_LLM".to_string()]));
         assert!(models_json_vars(&t.path().join("none"), ["X"]).is_empty());
     }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn name() -> impl Strategy<Value = String> {
+            "[A-Za-z_][A-Za-z0-9_]{0,24}"
+        }
+
+        proptest! {
+            /// `env.allow` keeps a variable whatever else drops it; `env.deny` and pi's own
+            /// key variables drop it otherwise; the built-in patterns ignore case.
+            #[test]
+            fn the_lists_decide_in_their_order(n in name(), other in name()) {
+                let p = |allow: &[&str], deny: &[&str], pi: &[&str]| policy(allow, deny, pi);
+                prop_assert_eq!(p(&[&n], &[&n], &[&n]).judge(&n), None);
+                prop_assert!(p(&[], &[&n], &[]).judge(&n).is_some());
+                prop_assert!(p(&[], &[], &[&n]).judge(&n).is_some());
+                for secret in [format!("{n}_TOKEN"), format!("{n}_api_key"), format!("AWS_{n}")] {
+                    prop_assert!(p(&[], &[], &[]).judge(&secret).is_some(), "{}", secret);
+                    prop_assert_eq!(p(&[&secret], &[], &[]).judge(&secret), None);
+                }
+                // Listing one name says nothing about another.
+                if !n.eq_ignore_ascii_case(&other) {
+                    prop_assert_eq!(p(&[], &[&n], &[]).judge(&other), p(&[], &[], &[]).judge(&other));
+                }
+            }
+
+            /// `dropped` reports each dropped name once, sorted, and only dropped names.
+            #[test]
+            fn dropped_lists_exactly_the_dropped(names in proptest::collection::vec(name(), 0..20)) {
+                let p = policy(&[], &["X*"], &[]);
+                let got = p.dropped(names.iter().map(String::as_str));
+                let got_names: Vec<&str> = got.iter().map(|d| d.name.as_str()).collect();
+                let mut want: Vec<&str> = names.iter().map(String::as_str).filter(|n| p.judge(n).is_some()).collect();
+                want.sort();
+                want.dedup();
+                prop_assert_eq!(got_names, want);
+            }
+        }
+    }
 }

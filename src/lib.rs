@@ -15,6 +15,7 @@ pub mod paths;
 pub mod platform;
 pub mod policy;
 pub mod protected;
+pub mod redact;
 pub mod report;
 pub mod rules;
 pub mod session;
@@ -553,6 +554,27 @@ fn absolute(path: &str, cwd: &Path, home: &Path) -> napi::Result<PathBuf, String
     paths::expand(path, home, cwd).map_err(|e| js_error("E_BAD_PATH", e.to_string()))
 }
 
+/// Hides the session's secrets in one stream of output: `push` each chunk and show what it
+/// returns, then `finish` at the end of the stream. A secret split across chunks is held back
+/// until it can be hidden whole.
+#[napi]
+pub struct RedactStream {
+    inner: redact::RedactStream,
+}
+
+#[napi]
+impl RedactStream {
+    #[napi(catch_unwind)]
+    pub fn push(&mut self, chunk: Buffer) -> Buffer {
+        Buffer::from(self.inner.push(chunk.as_ref()))
+    }
+
+    #[napi(catch_unwind)]
+    pub fn finish(&mut self) -> Buffer {
+        Buffer::from(self.inner.finish())
+    }
+}
+
 /// The policy of one pi session. Never throws for a broken config: it loads in a refusing
 /// state (see `error`) so that every check fails closed with the reason.
 #[napi]
@@ -747,6 +769,33 @@ impl Sandbox {
                 why: d.why,
             })
             .collect()
+    }
+
+    /// `text` with every secret of the session replaced by `[redacted: NAME]`: what a tool's
+    /// result may show the model.
+    #[napi(catch_unwind)]
+    pub fn redact(&self, text: String) -> String {
+        let redactor = self.commands.session().redactor();
+        match redactor.redact_str(&text) {
+            std::borrow::Cow::Borrowed(_) => text,
+            std::borrow::Cow::Owned(t) => t,
+        }
+    }
+
+    /// A redactor for one output stream that arrives in chunks (a command's stdout or
+    /// stderr); null when the session has no secret to hide.
+    #[napi(catch_unwind)]
+    pub fn redact_stream(&self) -> Option<RedactStream> {
+        let redactor = self.commands.session().redactor();
+        (!redactor.is_empty()).then(|| RedactStream {
+            inner: redact::RedactStream::new(redactor),
+        })
+    }
+
+    /// The names whose values are hidden from the model (never the values).
+    #[napi(catch_unwind)]
+    pub fn redacted_names(&self) -> Vec<String> {
+        self.commands.session().redactor().names().to_vec()
     }
 
     /// False when the config says `enabled: false`.

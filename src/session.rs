@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use serde_json::Value;
@@ -17,6 +18,7 @@ use crate::open::{self, OpenError};
 use crate::platform::detect::{self, Capability};
 use crate::platform::mounts::{Found, Scan};
 use crate::policy::{self, Adapter, BashDecision, BashRequest, Network};
+use crate::redact::{self, Redactor, Secret};
 use crate::tools::{self, ToolCheck};
 
 /// Why a session has no usable policy. Each carries a stable code for the JS side.
@@ -150,6 +152,8 @@ pub struct Session {
     second_names: std::cell::RefCell<Option<Vec<Found>>>,
     /// What the scan finds, kept current from file events (None: full scans; see `scan`).
     index: Option<Index>,
+    /// The secrets hidden from the model, and the stamp of pi's key files they were read at.
+    redactor: std::cell::RefCell<Option<(Stamp, Arc<Redactor>)>>,
 }
 
 struct Loaded {
@@ -183,6 +187,7 @@ impl Session {
             auditor: Default::default(),
             second_names: Default::default(),
             index: None,
+            redactor: Default::default(),
         };
         s.reload();
         s
@@ -199,6 +204,7 @@ impl Session {
     pub fn reload(&mut self) {
         self.stamp = stamp_of(&self.config_files());
         self.state = self.build();
+        *self.redactor.get_mut() = None;
         if let (Ok(loaded), Some((mode, how))) = (&mut self.state, &self.mode_override) {
             loaded.guard.set_mode(*mode, how);
         }
@@ -355,6 +361,49 @@ impl Session {
             }
             Err(_) => vec![],
         }
+    }
+
+    /// The secrets to hide from the model in tools' output: the values of the variables
+    /// dropped from the environment, pi's keys (`redact::pi_file_secrets`), and the config's
+    /// `redact` lists. Built again when pi's key files or the policy change.
+    pub fn redactor(&self) -> Arc<Redactor> {
+        let agent_dir = &self.options.env.agent_dir;
+        let stamp = stamp_of(&[agent_dir.join("auth.json"), agent_dir.join("models.json")]);
+        let mut cached = self.redactor.borrow_mut();
+        if let Some((at, r)) = &*cached {
+            if *at == stamp {
+                return r.clone();
+            }
+        }
+        let env: std::collections::BTreeMap<String, String> = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect();
+        let value_of = |name: &str| {
+            env.get(name).map(|v| Secret {
+                name: name.to_string(),
+                value: v.clone(),
+            })
+        };
+        // A dropped variable that holds the path of a file (AWS_CA_BUNDLE, a credentials
+        // file's location) names where a secret is, not the secret: hiding every mention of
+        // the path would only garble output.
+        let mut secrets: Vec<Secret> = self
+            .dropped_env()
+            .iter()
+            .filter_map(|d| value_of(&d.name))
+            .filter(|s| !(s.value.starts_with('/') && Path::new(&s.value).exists()))
+            .collect();
+        secrets.extend(redact::pi_file_secrets(agent_dir, &env));
+        if let Ok(l) = &self.state {
+            secrets.extend(l.config.redact_env.value.iter().filter_map(|n| value_of(n)));
+            secrets.extend(l.config.redact_values.value.iter().map(|v| Secret {
+                name: "redact.values".into(),
+                value: v.clone(),
+            }));
+        }
+        let r = Arc::new(Redactor::new(secrets));
+        *cached = Some((stamp, r.clone()));
+        r
     }
 
     pub fn env(&self) -> &Env {
@@ -744,6 +793,18 @@ impl Session {
             }
             for d in &dropped {
                 let _ = writeln!(out, "  {} — {}", d.name, d.why);
+            }
+            let redactor = self.redactor();
+            let _ = writeln!(
+                out,
+                "\nSecrets hidden from the model in tools' output as [redacted: NAME] (values of {}+ characters; add with redact.values / redact.env):",
+                redact::MIN_SECRET_LEN
+            );
+            if redactor.is_empty() {
+                let _ = writeln!(out, "  none");
+            }
+            for name in redactor.names() {
+                let _ = writeln!(out, "  {name}");
             }
         }
         out

@@ -60,7 +60,7 @@ mod linux {
     use super::*;
 
     /// Every `CLONE_NEW*` flag: a request for any of them is refused.
-    const NEW_NAMESPACE_FLAGS: [u64; 8] = [
+    pub(super) const NEW_NAMESPACE_FLAGS: [u64; 8] = [
         libc::CLONE_NEWNS as u64,
         libc::CLONE_NEWCGROUP as u64,
         libc::CLONE_NEWUTS as u64,
@@ -72,7 +72,7 @@ mod linux {
     ];
 
     /// Socket families a sandboxed command may create.
-    const ALLOWED_FAMILIES: [u64; 4] = [
+    pub(super) const ALLOWED_FAMILIES: [u64; 4] = [
         libc::AF_UNIX as u64,
         libc::AF_INET as u64,
         libc::AF_INET6 as u64,
@@ -371,7 +371,7 @@ mod tests {
 
     /// Installs `programs` in a forked child and returns what `probe` gives there (an errno,
     /// or 0), so each rule is checked against the real kernel, not a model of it.
-    fn in_filtered_child(programs: &[Program], probe: fn() -> i32) -> i32 {
+    fn in_filtered_child(programs: &[Program], probe: impl Fn() -> i32) -> i32 {
         let mut pipe = [0; 2];
         // SAFETY: plain pipe and fork; the child only makes system calls and exits.
         unsafe {
@@ -554,5 +554,46 @@ mod tests {
             errno_of(unsafe { libc::syscall(libc::SYS_keyctl | 0x4000_0000, 0, 0, 0, 0, 0) })
         });
         assert_eq!(got, libc::EPERM);
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(64))]
+
+            /// `unshare` is refused exactly when a new namespace is asked for, whatever else
+            /// the flags hold.
+            #[test]
+            fn unshare_is_refused_exactly_for_namespaces(flags in any::<u32>()) {
+                let programs = kernel_filters().unwrap();
+                let ns = linux::NEW_NAMESPACE_FLAGS.iter().fold(0u64, |a, f| a | f) as u32;
+                // The probe runs in a throwaway child: a granted unshare changes only it.
+                let got = in_filtered_child(programs, || {
+                    errno_of(unsafe { libc::syscall(libc::SYS_unshare, flags as libc::c_ulong) })
+                });
+                if flags & ns != 0 {
+                    prop_assert_eq!(got, libc::EPERM, "flags {:#x}", flags);
+                } else {
+                    prop_assert_ne!(got, libc::EPERM, "flags {:#x}", flags);
+                }
+            }
+
+            /// A socket of any family but unix, IPv4, IPv6 and netlink is refused; those
+            /// four never are (for stream sockets).
+            #[test]
+            fn socket_families_are_refused_exactly_outside_the_list(family in prop_oneof![0i32..64, any::<i32>()]) {
+                let programs = kernel_filters().unwrap();
+                let got = in_filtered_child(programs, || {
+                    errno_of(unsafe { libc::socket(family, libc::SOCK_STREAM, 0) } as _)
+                });
+                if linux::ALLOWED_FAMILIES.contains(&(family as u32 as u64)) {
+                    prop_assert_ne!(got, libc::EAFNOSUPPORT, "family {}", family);
+                } else {
+                    prop_assert_eq!(got, libc::EAFNOSUPPORT, "family {}", family);
+                }
+            }
+        }
     }
 }

@@ -1,0 +1,397 @@
+//! Secrets kept out of what the model reads: every known secret value in a tool's output is
+//! replaced by `[redacted: NAME]` before pi hands it to the model. The values are those of
+//! the variables dropped from sandboxed commands' environment (`environment`), the keys in
+//! pi's `auth.json` and `models.json`, and what the user lists (`redact.values`,
+//! `redact.env`).
+//!
+//! One Aho-Corasick automaton matches all of them in a single pass (leftmost-longest, so of
+//! two secrets where one begins the other the longer is hidden whole). `RedactStream` gives
+//! the same result over output that arrives in chunks: it holds back the last
+//! `longest secret − 1` bytes of each chunk, which is exactly what a secret split across the
+//! boundary could still need.
+//!
+//! Pure but for `pi_file_secrets`, which reads pi's files at the edge.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+
+/// Values shorter than this are never redacted: a variable that holds `1`, `true` or `dev`
+/// is not a secret, and hiding every such word would garble the output.
+pub const MIN_SECRET_LEN: usize = 8;
+
+/// One value to hide, and the name shown in its place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Secret {
+    pub name: String,
+    pub value: String,
+}
+
+/// The compiled matcher over every secret of a session.
+#[derive(Debug, Clone)]
+pub struct Redactor {
+    matcher: Option<AhoCorasick>,
+    /// The replacement of each pattern, by pattern index.
+    replacements: Vec<Vec<u8>>,
+    /// The names redacted, sorted and unique, for `/sandbox`.
+    names: Vec<String>,
+    longest: usize,
+}
+
+impl Redactor {
+    /// A redactor for `secrets`: values under `MIN_SECRET_LEN` bytes are left out; a value
+    /// listed under several names is shown under the first.
+    pub fn new(secrets: impl IntoIterator<Item = Secret>) -> Redactor {
+        let mut by_value: BTreeMap<String, String> = BTreeMap::new();
+        for s in secrets {
+            if s.value.len() >= MIN_SECRET_LEN {
+                by_value.entry(s.value).or_insert(s.name);
+            }
+        }
+        let mut names: Vec<String> = by_value.values().cloned().collect();
+        names.sort();
+        names.dedup();
+        let longest = by_value.keys().map(String::len).max().unwrap_or(0);
+        let (values, replacements): (Vec<String>, Vec<Vec<u8>>) = by_value
+            .into_iter()
+            .map(|(value, name)| (value, format!("[redacted: {name}]").into_bytes()))
+            .unzip();
+        let matcher = if values.is_empty() {
+            None
+        } else {
+            // Built from plain strings, this cannot fail short of a pattern set far beyond
+            // any session's secrets; without a matcher nothing would be hidden, so refuse to
+            // go on silently.
+            Some(
+                AhoCorasickBuilder::new()
+                    .match_kind(MatchKind::LeftmostLongest)
+                    .build(&values)
+                    .expect("the secrets' matcher"),
+            )
+        };
+        Redactor {
+            matcher,
+            replacements,
+            names,
+            longest,
+        }
+    }
+
+    /// Whether there is nothing to hide (the callers then skip the work entirely).
+    pub fn is_empty(&self) -> bool {
+        self.matcher.is_none()
+    }
+
+    /// The names whose values are hidden (never the values).
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// `text` with every secret replaced; borrowed when there was none.
+    pub fn redact<'a>(&self, text: &'a [u8]) -> Cow<'a, [u8]> {
+        let Some(matcher) = &self.matcher else {
+            return Cow::Borrowed(text);
+        };
+        let mut matches = matcher.find_iter(text).peekable();
+        if matches.peek().is_none() {
+            return Cow::Borrowed(text);
+        }
+        let mut out = Vec::with_capacity(text.len());
+        let mut pos = 0;
+        for m in matches {
+            out.extend_from_slice(&text[pos..m.start()]);
+            out.extend_from_slice(&self.replacements[m.pattern().as_usize()]);
+            pos = m.end();
+        }
+        out.extend_from_slice(&text[pos..]);
+        Cow::Owned(out)
+    }
+
+    /// `redact` for text.
+    pub fn redact_str<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        match self.redact(text.as_bytes()) {
+            Cow::Borrowed(_) => Cow::Borrowed(text),
+            // Secrets and replacements are whole UTF-8 strings: cutting them out of valid
+            // UTF-8 leaves valid UTF-8.
+            Cow::Owned(bytes) => Cow::Owned(
+                String::from_utf8(bytes)
+                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+            ),
+        }
+    }
+}
+
+/// Redaction of one output stream that arrives in chunks.
+#[derive(Debug)]
+pub struct RedactStream {
+    redactor: Arc<Redactor>,
+    /// Bytes not yet passed on: the tail of the last chunk that a secret could still begin in.
+    held: Vec<u8>,
+}
+
+impl RedactStream {
+    pub fn new(redactor: Arc<Redactor>) -> RedactStream {
+        RedactStream {
+            redactor,
+            held: Vec::new(),
+        }
+    }
+
+    /// What of `chunk` (after what was held back) can be passed on now, redacted.
+    pub fn push(&mut self, chunk: &[u8]) -> Vec<u8> {
+        let Some(matcher) = &self.redactor.matcher else {
+            return chunk.to_vec();
+        };
+        let mut buf = std::mem::take(&mut self.held);
+        buf.extend_from_slice(chunk);
+        // A match that starts before `safe` lies wholly inside `buf` (no secret is longer
+        // than `longest`), so nothing after it can change it; one that starts later might
+        // be the beginning of a longer secret, and waits.
+        let safe = buf.len().saturating_sub(self.redactor.longest - 1);
+        let mut out = Vec::with_capacity(buf.len());
+        let mut pos = 0;
+        for m in matcher.find_iter(&buf) {
+            if m.start() >= safe {
+                break;
+            }
+            out.extend_from_slice(&buf[pos..m.start()]);
+            out.extend_from_slice(&self.redactor.replacements[m.pattern().as_usize()]);
+            pos = m.end();
+        }
+        let passed = pos.max(safe);
+        out.extend_from_slice(&buf[pos..passed]);
+        buf.drain(..passed);
+        self.held = buf;
+        out
+    }
+
+    /// The rest, at the end of the stream.
+    pub fn finish(&mut self) -> Vec<u8> {
+        let held = std::mem::take(&mut self.held);
+        self.redactor.redact(&held).into_owned()
+    }
+}
+
+/// The secrets in pi's own files under `agent_dir`: every string in `auth.json` under each
+/// provider (keys and OAuth tokens; `type` excepted), and each literal `apiKey` in
+/// `models.json` (one that names a variable is that variable's value, which is dropped and
+/// redacted as a variable pi reads; one starting with `!` is a command pi runs, with no value
+/// to know here). Missing or unreadable files give none.
+pub fn pi_file_secrets(agent_dir: &Path, env: &BTreeMap<String, String>) -> Vec<Secret> {
+    let mut out = Vec::new();
+    let read = |name: &str| -> Option<serde_json::Value> {
+        let text = std::fs::read_to_string(agent_dir.join(name)).ok()?;
+        serde_json::from_str(&text).ok()
+    };
+    if let Some(serde_json::Value::Object(providers)) = read("auth.json") {
+        for (provider, entry) in providers {
+            collect_strings(&entry, &format!("auth.json {provider}"), &mut out);
+        }
+    }
+    if let Some(models) = read("models.json") {
+        if let Some(providers) = models.get("providers").and_then(|p| p.as_object()) {
+            for (provider, p) in providers {
+                if let Some(key) = p.get("apiKey").and_then(|k| k.as_str()) {
+                    if let Some(value) = env.get(key) {
+                        out.push(Secret {
+                            name: key.to_string(),
+                            value: value.clone(),
+                        });
+                    } else if !key.starts_with('!') {
+                        out.push(Secret {
+                            name: format!("models.json {provider} apiKey"),
+                            value: key.to_string(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn collect_strings(v: &serde_json::Value, name: &str, out: &mut Vec<Secret>) {
+    match v {
+        serde_json::Value::String(s) => out.push(Secret {
+            name: name.to_string(),
+            value: s.clone(),
+        }),
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                if k != "type" {
+                    collect_strings(v, name, out);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for v in items {
+                collect_strings(v, name, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secret(name: &str, value: &str) -> Secret {
+        Secret {
+            name: name.into(),
+            value: value.into(),
+        }
+    }
+
+    fn redactor(pairs: &[(&str, &str)]) -> Arc<Redactor> {
+        Arc::new(Redactor::new(pairs.iter().map(|(n, v)| secret(n, v))))
+    }
+
+    fn streamed(r: &Arc<Redactor>, chunks: &[&[u8]]) -> Vec<u8> {
+        let mut s = RedactStream::new(r.clone());
+        let mut out = Vec::new();
+        for c in chunks {
+            out.extend(s.push(c));
+        }
+        out.extend(s.finish());
+        out
+    }
+
+    #[test]
+    fn each_secret_is_replaced_by_its_name() {
+        let r = redactor(&[
+            ("GITHUB_TOKEN", "ghp_abcdef123456"),
+            ("DB", "hunter22hunter22"),
+        ]);
+        assert_eq!(
+            r.redact_str("token=ghp_abcdef123456 pw=hunter22hunter22."),
+            "token=[redacted: GITHUB_TOKEN] pw=[redacted: DB]."
+        );
+        assert!(matches!(r.redact(b"nothing here"), Cow::Borrowed(_)));
+        assert_eq!(r.names(), ["DB", "GITHUB_TOKEN"]);
+    }
+
+    #[test]
+    fn short_values_are_not_secrets() {
+        let r = redactor(&[("DEBUG", "1"), ("MODE", "dev")]);
+        assert!(r.is_empty());
+        assert_eq!(r.redact_str("1 dev"), "1 dev");
+    }
+
+    #[test]
+    fn the_longer_of_two_overlapping_secrets_is_hidden_whole() {
+        let r = redactor(&[("SHORT", "abcdefgh"), ("LONG", "abcdefghijkl")]);
+        assert_eq!(r.redact_str("xabcdefghijklx"), "x[redacted: LONG]x");
+        assert_eq!(r.redact_str("xabcdefghijx"), "x[redacted: SHORT]ijx");
+    }
+
+    #[test]
+    fn a_secret_split_across_chunks_is_still_hidden() {
+        let r = redactor(&[("KEY", "sk-live-0123456789")]);
+        let text = b"before sk-live-0123456789 after";
+        for cut in 0..=text.len() {
+            let out = streamed(&r, &[&text[..cut], &text[cut..]]);
+            assert_eq!(out, b"before [redacted: KEY] after", "cut at {cut}");
+        }
+        // One byte at a time.
+        let bytes: Vec<&[u8]> = text.chunks(1).collect();
+        assert_eq!(streamed(&r, &bytes), b"before [redacted: KEY] after");
+    }
+
+    #[test]
+    fn pi_files_give_their_keys() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(
+            t.path().join("auth.json"),
+            r#"{"anthropic":{"type":"api_key","key":"sk-ant-secret-1"},
+               "openai-codex":{"type":"oauth","access":"access-token-2","refresh":"refresh-token-3","expires":1}}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            t.path().join("models.json"),
+            r#"{"providers":{"local":{"apiKey":"literal-key-4"},"byenv":{"apiKey":"MY_KEY"},"cmd":{"apiKey":"!pass show x"}}}"#,
+        )
+        .unwrap();
+        let env = BTreeMap::from([("MY_KEY".to_string(), "value-from-env-5".to_string())]);
+        let got = pi_file_secrets(t.path(), &env);
+        let values: Vec<&str> = got.iter().map(|s| s.value.as_str()).collect();
+        for want in [
+            "sk-ant-secret-1",
+            "access-token-2",
+            "refresh-token-3",
+            "literal-key-4",
+            "value-from-env-5",
+        ] {
+            assert!(values.contains(&want), "{want} in {values:?}");
+        }
+        assert!(!values.contains(&"api_key") && !values.contains(&"oauth"));
+        assert!(!values.iter().any(|v| v.starts_with('!')));
+        let names: Vec<&str> = got.iter().map(|s| s.name.as_str()).collect();
+        assert!(names.contains(&"auth.json anthropic"));
+        assert!(names.contains(&"MY_KEY"));
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Secrets over a two-letter alphabet, so that they overlap and share prefixes often.
+        fn secrets() -> impl Strategy<Value = Vec<String>> {
+            proptest::collection::vec("[ab]{8,14}", 1..6)
+        }
+
+        /// Text made of secrets and filler from the same alphabet (and other bytes), with
+        /// the cut points of its chunks.
+        fn text_and_cuts(
+            secrets: Vec<String>,
+        ) -> impl Strategy<Value = (Vec<String>, Vec<u8>, Vec<usize>)> {
+            let n = secrets.len();
+            let piece = prop_oneof![(0..n).prop_map(Some), Just(None),];
+            (
+                proptest::collection::vec((piece, "[abx]{0,6}"), 0..12),
+                proptest::collection::vec(0usize..200, 0..8),
+            )
+                .prop_map(move |(pieces, mut cuts)| {
+                    let mut text = Vec::new();
+                    for (secret, filler) in pieces {
+                        if let Some(i) = secret {
+                            text.extend_from_slice(secrets[i].as_bytes());
+                        }
+                        text.extend_from_slice(filler.as_bytes());
+                    }
+                    cuts.iter_mut().for_each(|c| *c = (*c).min(text.len()));
+                    cuts.sort();
+                    (secrets.clone(), text, cuts)
+                })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(400))]
+
+            /// Streamed in any chunks, the output is the whole text's redaction, and no
+            /// secret is left in it.
+            #[test]
+            fn chunks_change_nothing((secrets, text, cuts) in secrets().prop_flat_map(text_and_cuts)) {
+                let r = Arc::new(Redactor::new(
+                    secrets.iter().enumerate().map(|(i, v)| secret(&format!("S{i}"), v)),
+                ));
+                let whole = r.redact(&text).into_owned();
+                let mut chunks = Vec::new();
+                let mut at = 0;
+                for c in cuts {
+                    chunks.push(&text[at..c]);
+                    at = c;
+                }
+                chunks.push(&text[at..]);
+                prop_assert_eq!(&streamed(&r, &chunks), &whole);
+                for v in &secrets {
+                    let found = whole.windows(v.len()).any(|w| w == v.as_bytes());
+                    prop_assert!(!found, "{} left in {:?}", v, String::from_utf8_lossy(&whole));
+                }
+            }
+        }
+    }
+}
