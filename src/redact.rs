@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
 /// Values shorter than this are never redacted: a variable that holds `1`, `true` or `dev`
 /// is not a secret, and hiding every such word would garble the output.
@@ -68,6 +68,8 @@ impl Redactor {
             Some(
                 AhoCorasickBuilder::new()
                     .match_kind(MatchKind::LeftmostLongest)
+                    // A full DFA: the fastest search, and small for a session's secrets.
+                    .kind(Some(AhoCorasickKind::DFA))
                     .build(&values)
                     .expect("the secrets' matcher"),
             )
@@ -151,12 +153,18 @@ impl RedactStream {
         // than `longest`), so nothing after it can change it; one that starts later might
         // be the beginning of a longer secret, and waits.
         let safe = buf.len().saturating_sub(self.redactor.longest - 1);
+        let mut matches = matcher
+            .find_iter(&buf)
+            .take_while(|m| m.start() < safe)
+            .peekable();
+        if matches.peek().is_none() {
+            // The common case: nothing to hide, and the buffer itself is passed on.
+            self.held = buf.split_off(safe);
+            return buf;
+        }
         let mut out = Vec::with_capacity(buf.len());
         let mut pos = 0;
-        for m in matcher.find_iter(&buf) {
-            if m.start() >= safe {
-                break;
-            }
+        for m in matches {
             out.extend_from_slice(&buf[pos..m.start()]);
             out.extend_from_slice(&self.redactor.replacements[m.pattern().as_usize()]);
             pos = m.end();
