@@ -118,6 +118,13 @@ export declare class Sandbox {
    * stderr); null when the session has no secret to hide.
    */
   redactStream(): RedactStream | null
+  /**
+   * The violation log's last `count` entries (default 20), oldest first: every refusal of
+   * the guard, the audit and the socket supervisor, from every pi session of this agent dir.
+   */
+  recentViolations(count?: number | undefined | null): Array<JsViolation>
+  /** Where the violation log is (`sandbox-violations.jsonl` in pi's agent dir). */
+  get violationLogPath(): string
   /** The names whose values are hidden from the model (never the values). */
   redactedNames(): Array<string>
   /** False when the config says `enabled: false`. */
@@ -212,6 +219,19 @@ export interface JsToolDecision {
   /** Input key to overwrite before pi runs the tool (e.g. grep's `glob`), if any. */
   patchKey?: string
   patchValue?: any
+}
+
+/** One entry of the violation log. */
+export interface JsViolation {
+  /** RFC 3339, UTC. */
+  time: string
+  /** `guard`, `audit`, `sockets` (and `network` once the proxy lands). */
+  layer: string
+  operation: string
+  /** The path or host concerned. */
+  target: string
+  rule: string
+  source: string
 }
 
 export interface LoadOptions {

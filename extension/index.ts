@@ -27,7 +27,7 @@ import type {
 } from "@mariozechner/pi-coding-agent";
 import type { PreparedCommand } from "../index.js";
 import { narrowHostPath, runPrepared } from "./exec.ts";
-import { addonLoadFailure, askApproval, showStatus, sandboxReport } from "./ui.ts";
+import { addonLoadFailure, askApproval, showStatus, sandboxReport, violationReport } from "./ui.ts";
 import type { FileBackend, SandboxAddon, SandboxHandle } from "./ui.ts";
 
 function loadAddon(): { addon?: SandboxAddon; error?: string } {
@@ -340,9 +340,11 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 	});
 
 	pi.registerCommand("sandbox", {
-		description: "Show the effective sandbox configuration and where each rule comes from",
-		handler: async (_args, ctx) => {
-			ctx.ui.notify(sandboxReport(disabledByFlag(), addonError, await session(ctx)), "info");
+		description: "Show the effective sandbox configuration and where each rule comes from; `/sandbox log` the recent refusals",
+		handler: async (args, ctx) => {
+			const s = await session(ctx);
+			if (args.trim() === "log" && s) ctx.ui.notify(violationReport(s), "info");
+			else ctx.ui.notify(sandboxReport(disabledByFlag(), addonError, s), "info");
 		},
 	});
 

@@ -40,3 +40,14 @@ export function sandboxReport(disabledByFlag: boolean, addonError: string | unde
 	if (!s) return addonLoadFailure(addonError);
 	return s.describe();
 }
+
+/** `/sandbox log`: the recent refusals, newest last. */
+export function violationReport(s: Sandbox): string {
+	const entries = s.recentViolations(30);
+	if (entries.length === 0) return `No refusals recorded (${s.violationLogPath}).`;
+	const lines = entries.map((v) => {
+		const from = v.source ? ` (${v.source})` : "";
+		return `${v.time}  ${v.layer}  ${v.operation}  ${v.target}\n    ${v.rule}${from}`;
+	});
+	return `The last ${entries.length} refusals (${s.violationLogPath}):\n${lines.join("\n")}`;
+}

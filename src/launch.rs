@@ -466,7 +466,7 @@ pub struct Sockets {
 }
 
 #[cfg(target_os = "linux")]
-pub use crate::platform::supervisor::{AllowedSocket, Supervisor};
+pub use crate::platform::supervisor::{AllowedSocket, Refusal, Supervisor};
 
 #[cfg(not(target_os = "linux"))]
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -478,8 +478,15 @@ pub struct AllowedSocket;
 pub struct Supervisor;
 
 #[cfg(not(target_os = "linux"))]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub socket: String,
+    pub message: String,
+}
+
+#[cfg(not(target_os = "linux"))]
 impl Supervisor {
-    pub fn finish(self) -> Vec<String> {
+    pub fn finish(self) -> Vec<Refusal> {
         vec![]
     }
 }

@@ -20,6 +20,7 @@ pub mod report;
 pub mod rules;
 pub mod session;
 pub mod tools;
+pub mod violations;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -235,9 +236,7 @@ impl PreparedCommand {
     #[napi(catch_unwind)]
     pub fn finish(&mut self) -> Vec<String> {
         let supervisor = self.discard();
-        let mut findings = refusals(supervisor);
-        findings.extend(audit(self.audit.take()));
-        findings
+        finished(supervisor, self.audit.take())
     }
 
     /// `finish`, with the audit off Node's main thread.
@@ -261,21 +260,31 @@ impl PreparedCommand {
     }
 }
 
-/// What the socket supervisor refused, one sentence each (it waits a moment for the
-/// command's last process to go).
-fn refusals(supervisor: Option<crate::launch::Supervisor>) -> Vec<String> {
-    supervisor
-        .map(|s| s.finish())
-        .unwrap_or_default()
+/// After a command: what the socket supervisor refused (it waits a moment for the command's
+/// last process to go) and what the audit found, one sentence each; the refusals go to the
+/// violation log (the audit logs its own findings).
+fn finished(
+    supervisor: Option<crate::launch::Supervisor>,
+    ticket: Option<(Arc<Commands>, Ticket)>,
+) -> Vec<String> {
+    let refused = supervisor.map(|s| s.finish()).unwrap_or_default();
+    if let Some((commands, _)) = &ticket {
+        if !refused.is_empty() {
+            commands.session().log_socket_refusals(&refused);
+        }
+    }
+    let mut out: Vec<String> = refused
         .into_iter()
         .map(|r| {
-            let mut c = r.chars();
+            let mut c = r.message.chars();
             match c.next() {
                 Some(first) => first.to_uppercase().chain(c).collect(),
-                None => r,
+                None => r.message,
             }
         })
-        .collect()
+        .collect();
+    out.extend(audit(ticket));
+    out
 }
 
 impl Drop for PreparedCommand {
@@ -312,11 +321,7 @@ impl Task for AuditTask {
     fn compute(&mut self) -> napi::Result<Vec<String>> {
         let ticket = self.audit.take();
         let supervisor = self.supervisor.take();
-        guarded(move || {
-            let mut findings = refusals(supervisor);
-            findings.extend(audit(ticket));
-            findings
-        })
+        guarded(move || finished(supervisor, ticket))
     }
 
     fn resolve(&mut self, _env: napi::Env, output: Vec<String>) -> napi::Result<Vec<String>> {
@@ -792,6 +797,35 @@ impl Sandbox {
         })
     }
 
+    /// The violation log's last `count` entries (default 20), oldest first: every refusal of
+    /// the guard, the audit and the socket supervisor, from every pi session of this agent dir.
+    #[napi(catch_unwind)]
+    pub fn recent_violations(&self, count: Option<u32>) -> Vec<JsViolation> {
+        self.commands
+            .session()
+            .recent_violations(count.unwrap_or(20) as usize)
+            .into_iter()
+            .map(|v| JsViolation {
+                time: v.time,
+                layer: v.layer,
+                operation: v.operation,
+                target: v.target,
+                rule: v.rule,
+                source: v.source,
+            })
+            .collect()
+    }
+
+    /// Where the violation log is (`sandbox-violations.jsonl` in pi's agent dir).
+    #[napi(getter, catch_unwind)]
+    pub fn violation_log_path(&self) -> String {
+        self.commands
+            .session()
+            .violation_log_path()
+            .display()
+            .to_string()
+    }
+
     /// The names whose values are hidden from the model (never the values).
     #[napi(catch_unwind)]
     pub fn redacted_names(&self) -> Vec<String> {
@@ -904,6 +938,20 @@ pub fn parse_mode(mode: String) -> napi::Result<String, String> {
                 format!("unknown sandbox mode {mode:?}; use {}", config::MODE_HELP),
             )
         })
+}
+
+/// One entry of the violation log.
+#[napi(object)]
+pub struct JsViolation {
+    /// RFC 3339, UTC.
+    pub time: String,
+    /// `guard`, `audit`, `sockets` (and `network` once the proxy lands).
+    pub layer: String,
+    pub operation: String,
+    /// The path or host concerned.
+    pub target: String,
+    pub rule: String,
+    pub source: String,
 }
 
 #[napi(object)]

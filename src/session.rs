@@ -20,6 +20,7 @@ use crate::platform::mounts::{Found, Scan};
 use crate::policy::{self, Adapter, BashDecision, BashRequest, Network};
 use crate::redact::{self, Redactor, Secret};
 use crate::tools::{self, ToolCheck};
+use crate::violations::{Violation, ViolationLog};
 
 /// Why a session has no usable policy. Each carries a stable code for the JS side.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,6 +153,8 @@ pub struct Session {
     second_names: std::cell::RefCell<Option<Vec<Found>>>,
     /// What the scan finds, kept current from file events (None: full scans; see `scan`).
     index: Option<Index>,
+    /// Where every refusal is recorded (`violations`).
+    log: ViolationLog,
     /// The secrets hidden from the model, and the stamp of pi's key files they were read at.
     redactor: std::cell::RefCell<Option<(Stamp, Arc<Redactor>)>>,
 }
@@ -175,7 +178,9 @@ fn stamp_of(files: &[PathBuf]) -> Stamp {
 
 impl Session {
     pub fn load(options: Options) -> Session {
+        let log = ViolationLog::in_agent_dir(&options.env.agent_dir);
         let mut s = Session {
+            log,
             options,
             state: Err(LoadError {
                 code: "E_NOT_LOADED",
@@ -512,6 +517,7 @@ impl Session {
                     self.with_git_dirs(|known| tools::check_tool_with(g, tool, input, home, known));
                 checked.map(|mut c| {
                     c.decision = self.second_name_check(g, c.decision);
+                    self.log_denied(tool, &c.decision);
                     c
                 })
             }
@@ -528,6 +534,7 @@ impl Session {
     fn judged(&self, op: Op, path: &Path) -> Result<Decision, FileOpError> {
         let d = self.check(op, path);
         if d.verdict == Verdict::Deny {
+            self.log_denied(op.as_str(), &d);
             return Err(FileOpError::Blocked(d.reason));
         }
         Ok(d)
@@ -683,7 +690,56 @@ impl Session {
         findings.extend(rest);
         // What the audit moved aside is gone: scan again only if it moved anything.
         self.remember(&if moved { self.scan(guard) } else { now });
+        for f in &findings {
+            let operation = match (&f.moved_to, f.blocking) {
+                (_, true) => "left by a command (bash blocked)".to_string(),
+                (Some(to), _) => format!("left by a command, moved to {}", to.display()),
+                (None, _) => "left by a command".to_string(),
+            };
+            self.log.append(&Violation::now(
+                "audit",
+                &operation,
+                &f.path.display().to_string(),
+                &f.why,
+                "",
+            ));
+        }
         findings
+    }
+
+    /// Records a guard decision that refused (prompts are the user's to answer).
+    fn log_denied(&self, operation: &str, d: &Decision) {
+        if d.verdict == Verdict::Deny {
+            self.log.append(&Violation::now(
+                "guard",
+                operation,
+                &d.path.display().to_string(),
+                &d.rule,
+                &d.source,
+            ));
+        }
+    }
+
+    /// Records the unix-socket connections the supervisor refused during a command.
+    pub fn log_socket_refusals(&self, refused: &[launch::Refusal]) {
+        for r in refused {
+            self.log.append(&Violation::now(
+                "sockets",
+                "connect",
+                &r.socket,
+                "a unix socket outside the sandbox (network.allowUnixSockets)",
+                "",
+            ));
+        }
+    }
+
+    /// The violation log's last `n` entries, oldest first.
+    pub fn recent_violations(&self, n: usize) -> Vec<Violation> {
+        self.log.recent(n)
+    }
+
+    pub fn violation_log_path(&self) -> &Path {
+        self.log.path()
     }
 
     /// Notes for a sandboxed command's output: each path an error line says could not be

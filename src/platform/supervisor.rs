@@ -47,11 +47,19 @@ pub struct SocketRules {
     pub allow_all: bool,
 }
 
+/// A connection refused: the socket (a path, or `@name` for an abstract one) and the
+/// sentence that says why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub socket: String,
+    pub message: String,
+}
+
 /// The supervisor of one command: a thread serving its listener until every process under
 /// the filter has exited.
 #[derive(Debug)]
 pub struct Supervisor {
-    refusals: Arc<Mutex<Vec<String>>>,
+    refusals: Arc<Mutex<Vec<Refusal>>>,
     done: std::sync::mpsc::Receiver<()>,
 }
 
@@ -75,7 +83,7 @@ impl Supervisor {
 
     /// What was refused. Waits a moment for the thread to see the last process go (the
     /// command has exited by now); a thread still waiting is left to end on its own.
-    pub fn finish(self) -> Vec<String> {
+    pub fn finish(self) -> Vec<Refusal> {
         let _ = self.done.recv_timeout(std::time::Duration::from_secs(2));
         std::mem::take(&mut *self.refusals.lock().unwrap_or_else(|e| e.into_inner()))
     }
@@ -85,7 +93,7 @@ fn serve(
     listener: Arc<OwnedFd>,
     diag: Arc<OwnedFd>,
     rules: SocketRules,
-    refusals: Arc<Mutex<Vec<String>>>,
+    refusals: Arc<Mutex<Vec<Refusal>>>,
 ) {
     loop {
         let mut poll = libc::pollfd {
@@ -181,7 +189,7 @@ impl Call {
         }
     }
 
-    fn handle(self, rules: &SocketRules, diag: &OwnedFd, refusals: &Arc<Mutex<Vec<String>>>) {
+    fn handle(self, rules: &SocketRules, diag: &OwnedFd, refusals: &Arc<Mutex<Vec<Refusal>>>) {
         let result = (|| -> Result<(OwnedFd, Vec<u8>, Option<OwnedFd>), i32> {
             // Everything about the caller is taken before the request is checked to be
             // still alive: after that check none of it can belong to a reused pid.
@@ -409,7 +417,7 @@ impl Caller {
 /// command (None for what connect itself would have said, a missing socket say).
 struct Deny {
     errno: i32,
-    report: Option<String>,
+    report: Option<Refusal>,
 }
 
 impl Deny {
@@ -423,9 +431,12 @@ impl Deny {
     fn outside(shown: &str) -> Deny {
         Deny {
             errno: libc::EACCES,
-            report: Some(format!(
-                "a connection to the unix socket {shown} was refused: it belongs to a program outside the sandbox (list it in network.allowUnixSockets to allow it)"
-            )),
+            report: Some(Refusal {
+                socket: shown.to_string(),
+                message: format!(
+                    "a connection to the unix socket {shown} was refused: it belongs to a program outside the sandbox (list it in network.allowUnixSockets to allow it)"
+                ),
+            }),
         }
     }
 
@@ -433,9 +444,12 @@ impl Deny {
     fn failed(e: std::io::Error, shown: &str) -> Deny {
         Deny {
             errno: libc::EACCES,
-            report: Some(format!(
-                "a connection to the unix socket {shown} was refused: the sandbox could not tell whose it is ({e})"
-            )),
+            report: Some(Refusal {
+                socket: shown.to_string(),
+                message: format!(
+                    "a connection to the unix socket {shown} was refused: the sandbox could not tell whose it is ({e})"
+                ),
+            }),
         }
     }
 }
