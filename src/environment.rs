@@ -138,6 +138,37 @@ impl EnvPolicy {
     }
 }
 
+/// Where a sandboxed command's tools keep their caches when the usual place is read-only in
+/// the sandbox (your home is, unless allowWrite lists it): the command's private `/tmp`.
+/// Without this `npm install` fails outright (it cannot create `~/.npm/_cacache`), and `go
+/// build`, pip and the many tools that follow `XDG_CACHE_HOME` write nothing they could
+/// reuse. A cache the agent could write that your own tools read later would let it plant
+/// what they load, so the real ones stay read-only; the cost is a cold cache per command.
+/// `var` reads pi's environment; `writable` says whether the policy lets bash write a path.
+pub fn cache_redirects(
+    var: impl Fn(&str) -> Option<String>,
+    home: &Path,
+    writable: impl Fn(&Path) -> bool,
+) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let xdg = var("XDG_CACHE_HOME")
+        .filter(|v| v.starts_with('/'))
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| home.join(".cache"));
+    if !writable(&xdg) {
+        out.push(("XDG_CACHE_HOME".to_string(), "/tmp/.cache".to_string()));
+    }
+    let npm = var("npm_config_cache")
+        .or_else(|| var("NPM_CONFIG_CACHE"))
+        .filter(|v| v.starts_with('/'))
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| home.join(".npm"));
+    if !writable(&npm) {
+        out.push(("npm_config_cache".to_string(), "/tmp/.npm".to_string()));
+    }
+    out
+}
+
 /// The variables pi's `models.json` takes API keys from: each provider's `apiKey` that names a
 /// variable set in `env_names` (pi resolves such a value from the environment). A file that
 /// is missing or unreadable names none; pi reports its errors itself.
@@ -251,6 +282,32 @@ mod tests {
         let got = models_json_vars(t.path(), ["CORP_LLM", "PATH"]);
         assert_eq!(got, BTreeSet::from(["CORP_LLM".to_string()]));
         assert!(models_json_vars(&t.path().join("none"), ["X"]).is_empty());
+    }
+
+    #[test]
+    fn caches_move_into_the_private_tmp_only_when_bash_cannot_write_them() {
+        let home = Path::new("/home/u");
+        let none = |_: &str| None;
+        let got = cache_redirects(none, home, |_| false);
+        assert_eq!(
+            got,
+            [
+                ("XDG_CACHE_HOME".to_string(), "/tmp/.cache".to_string()),
+                ("npm_config_cache".to_string(), "/tmp/.npm".to_string())
+            ]
+        );
+        assert!(cache_redirects(none, home, |_| true).is_empty());
+        // The user's own locations are what is judged.
+        let set = |n: &str| match n {
+            "XDG_CACHE_HOME" => Some("/work/cache".to_string()),
+            "npm_config_cache" => Some("/work/npm".to_string()),
+            _ => None,
+        };
+        let got = cache_redirects(set, home, |p| p.starts_with("/work"));
+        assert!(got.is_empty(), "{got:?}");
+        let got = cache_redirects(none, home, |p| p == home.join(".npm"));
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].0, "XDG_CACHE_HOME");
     }
 
     mod properties {

@@ -277,6 +277,7 @@ fn bwrap_launch(
             features: setup.features,
             filters: filters.len(),
             unset_env: setup.unset_env,
+            set_env: setup.set_env,
             supervised: cfg!(target_os = "linux"),
         },
         command,
@@ -448,6 +449,8 @@ pub struct Setup<'a> {
     pub features: bwrap::Features,
     /// Environment variables the command does not get (secrets, see `environment`).
     pub unset_env: &'a [String],
+    /// Environment variables set for the command (cache directories moved into its /tmp).
+    pub set_env: &'a [(String, String)],
     /// Unix sockets outside the sandbox it may connect to.
     pub sockets: &'a Sockets,
     /// The policy's decision for this command.
@@ -685,6 +688,7 @@ mod tests {
                 disable_userns: true,
             },
             unset_env: &[],
+            set_env: &[],
             sockets: &NO_SOCKETS,
             network: Network::Off,
             tmp_dir: tmp,

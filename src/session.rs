@@ -612,12 +612,18 @@ impl Session {
         self.remember(&scan);
         let tmp = std::env::temp_dir();
         let unset_env: Vec<String> = self.dropped_env().into_iter().map(|d| d.name).collect();
+        let set_env = environment::cache_redirects(
+            |name| std::env::var(name).ok(),
+            &self.options.env.home,
+            |p| guard.check(Op::Write, p).allowed(),
+        );
         let sockets = self.sockets();
         let setup = |program, features| launch::Setup {
             guard,
             program,
             features,
             unset_env: &unset_env,
+            set_env: &set_env,
             sockets: &sockets,
             network,
             tmp_dir: &tmp,

@@ -107,6 +107,8 @@ pub struct Extras<'a> {
     pub filters: usize,
     /// Environment variables the command does not get.
     pub unset_env: &'a [String],
+    /// Environment variables set for the command (`environment::cache_redirects`).
+    pub set_env: &'a [(String, String)],
     /// Run the command under `pi-sandbox-init` (the socket supervisor's filter).
     pub supervised: bool,
 }
@@ -124,6 +126,7 @@ pub fn build(
         features,
         filters,
         unset_env,
+        set_env,
         supervised,
     } = extras;
     let mut out = BwrapArgs {
@@ -242,6 +245,13 @@ pub fn build(
     // is writable: the private /tmp.
     out.args
         .extend(["--setenv", "TMPDIR", "/tmp"].map(OsString::from));
+    for (name, value) in set_env
+        .iter()
+        .filter(|(n, v)| !n.contains('\0') && !v.contains('\0'))
+    {
+        out.args
+            .extend(["--setenv".into(), name.into(), value.into()]);
+    }
     check(&plan.cwd)?;
     out.args.push("--chdir".into());
     out.args.push(plan.cwd.as_os_str().into());
@@ -283,6 +293,7 @@ mod tests {
         },
         filters: 0,
         unset_env: &[],
+        set_env: &[],
         supervised: false,
     };
 
@@ -300,6 +311,7 @@ mod tests {
                 },
                 filters: 2,
                 unset_env: &["GITHUB_TOKEN".into()],
+                set_env: &[],
                 supervised: true,
             },
             &["bash".into(), "-l".into(), "/tmp/pi-bash-1-2-abc.sh".into()],
