@@ -71,7 +71,7 @@ async function startRegistry(root) {
   return server;
 }
 
-test("real work keeps working end to end: venv + pip install of a local wheel, npm install from a local registry, cargo build, make -j, mktemp", async (t) => {
+test("real work keeps working end to end: venv + pip install of a local wheel, npm install from a local registry, cargo build, make -j, mktemp, multiprocessing's Manager and socketpair", async (t) => {
   const w = makeWorld("legit");
   t.after(w.cleanup);
   makeWheel(w.project);
@@ -100,16 +100,21 @@ test("real work keeps working end to end: venv + pip install of a local wheel, n
         call("bash", { command: `${cargo} new -q --vcs none hello && cd hello && ${cargo} build -q --offline 2>&1 | tail -3; ./target/debug/hello` }),
         call("bash", { command: "make -j4 -s" }),
         call("bash", { command: "f=$(mktemp) && echo MKTEMP-ok > \"$f\" && cat \"$f\" && echo \"$f\"" }),
+        call("bash", {
+          command:
+            "python3 -c 'import multiprocessing as mp, socket\nif __name__ == \"__main__\":\n    with mp.Manager() as m:\n        d = m.dict(); d[\"k\"] = 7\n        a, b = socket.socketpair(); a.sendall(b\"pair\"); print(\"IPC\", d[\"k\"], b.recv(4).decode())'",
+        }),
       ],
     ],
   });
   assert.equal(r.code, 0, r.stderr);
-  const [pip, npm, built, make, mktemp] = r.results.map((x) => x.text);
+  const [pip, npm, built, make, mktemp, ipc] = r.results.map((x) => x.text);
   assert.match(pip, /WHEEL 42/, pip);
   assert.match(npm, /NPM tiny-from-registry/, npm);
   assert.match(built, /Hello, world!/, built);
   assert.match(make, /abcd/, make);
   assert.match(mktemp, /MKTEMP-ok\n\/tmp\//, mktemp);
+  assert.match(ipc, /IPC 7 pair/, ipc);
   // The host's caches were not written.
   assert.throws(() => readFileSync(path.join(w.home, ".npm", "_cacache", "index-v5")), /ENOENT/);
 });

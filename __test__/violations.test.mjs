@@ -23,13 +23,15 @@ test("every refusal is logged as a JSON line in the agent dir, and /sandbox log 
     script: [
       [
         call("read", { path: path.join(w.home, ".ssh", "id_rsa") }),
+        // A name that would drive the terminal if shown raw.
+        call("read", { path: path.join(w.home, ".ssh", "\u001b[2J\u001b]0;pwned\u0007x") }),
         call("bash", { command: "mkdir -p sub/.pi && echo '{\"enabled\": false}' > sub/.pi/sandbox.json; echo MADE" }),
         call("bash", { command: connect }),
       ],
     ],
   });
   assert.equal(r.code, 0, r.stderr);
-  const [read, made, connected] = r.results;
+  const [read, , made, connected] = r.results;
   assert.match(read.text, /Blocked read/);
   assert.match(made.text, /MADE/);
   assert.doesNotMatch(connected.text, /HOST-SERVICE/);
@@ -66,4 +68,6 @@ test("every refusal is logged as a JSON line in the agent dir, and /sandbox log 
   assert.match(shown.message, /guard {2}read {2}.*id_rsa/);
   assert.match(shown.message, /sockets {2}connect {2}.*host\.sock/);
   assert.match(shown.message, /audit/);
+  assert.ok(!/[\u0000-\u0009\u000b-\u001f]/.test(shown.message), JSON.stringify(shown.message));
+  assert.match(shown.message, /\\x1b\[2J/);
 });

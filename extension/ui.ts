@@ -41,13 +41,18 @@ export function sandboxReport(disabledByFlag: boolean, addonError: string | unde
 	return s.describe();
 }
 
+/** Control characters shown as escapes: a path the agent named must not drive the terminal. */
+function printable(text: string): string {
+	return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+}
+
 /** `/sandbox log`: the recent refusals, newest last. */
 export function violationReport(s: Sandbox): string {
 	const entries = s.recentViolations(30);
 	if (entries.length === 0) return `No refusals recorded (${s.violationLogPath}).`;
 	const lines = entries.map((v) => {
 		const from = v.source ? ` (${v.source})` : "";
-		return `${v.time}  ${v.layer}  ${v.operation}  ${v.target}\n    ${v.rule}${from}`;
+		return printable(`${v.time}  ${v.layer}  ${v.operation}  ${v.target}`) + `\n    ${printable(`${v.rule}${from}`)}`;
 	});
 	return `The last ${entries.length} refusals (${s.violationLogPath}):\n${lines.join("\n")}`;
 }

@@ -151,20 +151,18 @@ fn write_temp(dir: &Path, prefix: &str, suffix: &str, text: &[u8]) -> Result<Pat
 
 /// `bytes` in a file without a name (gone when the last fd on it closes), read from the start:
 /// a sealed memfd on Linux (no disk write per command, and no one holding a descriptor can
-/// change it), a temp file in `dir` elsewhere.
+/// change it), an unlinked temp file in `dir` elsewhere or without memfds.
 fn unnamed_file(dir: &Path, bytes: &[u8]) -> Result<OwnedFd, LaunchError> {
     #[cfg(target_os = "linux")]
-    {
-        sealed_memfd(bytes).map_err(script_error(dir))
+    if let Ok(fd) = sealed_memfd(bytes) {
+        return Ok(fd);
     }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let err = script_error(dir);
-        let mut file: File = tempfile::tempfile_in(dir).map_err(&err)?;
-        file.write_all(bytes).map_err(&err)?;
-        file.rewind().map_err(&err)?;
-        Ok(file.into())
-    }
+    // No memfd (refused by a container's own filter, say): an unlinked temp file.
+    let err = script_error(dir);
+    let mut file: File = tempfile::tempfile_in(dir).map_err(&err)?;
+    file.write_all(bytes).map_err(&err)?;
+    file.rewind().map_err(&err)?;
+    Ok(file.into())
 }
 
 #[cfg(target_os = "linux")]
