@@ -110,11 +110,21 @@ try {
     redactMs.push(ms);
     redactedBytes = n + st.finish().length;
   }
+  // The same with 30 secrets (a typical session): few enough for the matcher's SIMD search.
+  for (const [k] of secrets.slice(30)) delete process.env[k];
+  const few = await Sandbox.loadAsync({ cwd, home, agentDir, approvalMode: "ask" });
+  const fewMs = [];
+  for (let r = 0; r < 5; r++) {
+    const st = few.redactStream();
+    fewMs.push(pass((c) => st.push(c))[0]);
+    st.finish();
+  }
   const gbps = (ms) => (text.length / 1e9 / (ms / 1000)).toFixed(2);
   console.log(`\nredactor: ${MB} MB with 1,000 occurrences of 100 secrets, 64 KiB chunks through N-API, median of 5`);
   console.log("| pass | median ms | GB/s |\n|---|---:|---:|");
   console.log(`| copy only (Buffer.from per chunk) | ${median(copyMs).toFixed(1)} | ${gbps(median(copyMs))} |`);
-  console.log(`| RedactStream.push | ${median(redactMs).toFixed(1)} | ${gbps(median(redactMs))} |`);
+  console.log(`| RedactStream.push, 100 secrets | ${median(redactMs).toFixed(1)} | ${gbps(median(redactMs))} |`);
+  console.log(`| RedactStream.push, 30 of them | ${median(fewMs).toFixed(1)} | ${gbps(median(fewMs))} |`);
   console.log(`(output ${redactedBytes.toLocaleString("en")} bytes for ${text.length.toLocaleString("en")} in)`);
 
   // 3. Streaming through the sandbox, with and without redaction.
