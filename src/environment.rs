@@ -169,31 +169,60 @@ pub fn cache_redirects(
     out
 }
 
-/// The variables pi's `models.json` takes API keys from: each provider's `apiKey` that names a
-/// variable set in `env_names` (pi resolves such a value from the environment). A file that
-/// is missing or unreadable names none; pi reports its errors itself.
+/// The values pi's `models.json` resolves as credentials, each with where it is: every
+/// provider's `apiKey` and `headers`, and each model's `headers`. pi reads such a value as the
+/// variable it names when one is set, runs it when it starts with `!`, and takes it literally
+/// otherwise. A file that is missing or unreadable has none; pi reports its errors itself.
+pub fn models_json_credentials(agent_dir: &Path) -> Vec<(String, String)> {
+    let Ok(text) = std::fs::read_to_string(agent_dir.join("models.json")) else {
+        return vec![];
+    };
+    let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return vec![];
+    };
+    let mut out = Vec::new();
+    let headers = |v: &serde_json::Value, at: &str, out: &mut Vec<(String, String)>| {
+        if let Some(h) = v.get("headers").and_then(|h| h.as_object()) {
+            for (name, value) in h {
+                if let Some(value) = value.as_str() {
+                    out.push((format!("{at} header {name}"), value.to_string()));
+                }
+            }
+        }
+    };
+    if let Some(providers) = json.get("providers").and_then(|p| p.as_object()) {
+        for (name, provider) in providers {
+            let at = format!("models.json {name}");
+            if let Some(key) = provider.get("apiKey").and_then(|k| k.as_str()) {
+                out.push((format!("{at} apiKey"), key.to_string()));
+            }
+            headers(provider, &at, &mut out);
+            for model in provider
+                .get("models")
+                .and_then(|m| m.as_array())
+                .into_iter()
+                .flatten()
+            {
+                let id = model.get("id").and_then(|i| i.as_str()).unwrap_or("?");
+                headers(model, &format!("{at}/{id}"), &mut out);
+            }
+        }
+    }
+    out
+}
+
+/// The variables pi's `models.json` takes credentials from (`models_json_credentials` that
+/// name a variable set in `env_names`).
 pub fn models_json_vars<'a>(
     agent_dir: &Path,
     env_names: impl IntoIterator<Item = &'a str>,
 ) -> BTreeSet<String> {
     let set: BTreeSet<&str> = env_names.into_iter().collect();
-    let Ok(text) = std::fs::read_to_string(agent_dir.join("models.json")) else {
-        return BTreeSet::new();
-    };
-    let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) else {
-        return BTreeSet::new();
-    };
-    let mut out = BTreeSet::new();
-    if let Some(providers) = json.get("providers").and_then(|p| p.as_object()) {
-        for provider in providers.values() {
-            if let Some(key) = provider.get("apiKey").and_then(|k| k.as_str()) {
-                if set.contains(key) {
-                    out.insert(key.to_string());
-                }
-            }
-        }
-    }
-    out
+    models_json_credentials(agent_dir)
+        .into_iter()
+        .filter(|(_, v)| set.contains(v.as_str()))
+        .map(|(_, v)| v)
+        .collect()
 }
 
 #[cfg(test)]
@@ -276,11 +305,17 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         std::fs::write(
             t.path().join("models.json"),
-            r#"{"providers":{"corp":{"apiKey":"CORP_LLM","baseUrl":"x"},"lit":{"apiKey":"sk-literal"},"unset":{"apiKey":"NOT_SET"}}}"#,
+            r#"{"providers":{"corp":{"apiKey":"CORP_LLM","baseUrl":"x","headers":{"X-Key":"CORP_HEADER"}},"lit":{"apiKey":"sk-literal","models":[{"id":"m","headers":{"Authorization":"MODEL_HEADER"}}]},"unset":{"apiKey":"NOT_SET"}}}"#,
         )
         .unwrap();
-        let got = models_json_vars(t.path(), ["CORP_LLM", "PATH"]);
-        assert_eq!(got, BTreeSet::from(["CORP_LLM".to_string()]));
+        let got = models_json_vars(
+            t.path(),
+            ["CORP_LLM", "CORP_HEADER", "MODEL_HEADER", "PATH"],
+        );
+        assert_eq!(
+            got,
+            BTreeSet::from(["CORP_HEADER", "CORP_LLM", "MODEL_HEADER"].map(String::from))
+        );
         assert!(models_json_vars(&t.path().join("none"), ["X"]).is_empty());
     }
 

@@ -184,10 +184,10 @@ impl RedactStream {
 }
 
 /// The secrets in pi's own files under `agent_dir`: every string in `auth.json` under each
-/// provider (keys and OAuth tokens; `type` excepted), and each literal `apiKey` in
-/// `models.json` (one that names a variable is that variable's value, which is dropped and
-/// redacted as a variable pi reads; one starting with `!` is a command pi runs, with no value
-/// to know here). Missing or unreadable files give none.
+/// provider (keys and OAuth tokens; `type` excepted), and each credential in `models.json`
+/// (`apiKey` and `headers`, `environment::models_json_credentials`): its literal value, or the
+/// value of the variable it names; one starting with `!` is a command pi runs, with no value
+/// to know here. Missing or unreadable files give none.
 pub fn pi_file_secrets(agent_dir: &Path, env: &BTreeMap<String, String>) -> Vec<Secret> {
     let mut out = Vec::new();
     let read = |name: &str| -> Option<serde_json::Value> {
@@ -199,23 +199,14 @@ pub fn pi_file_secrets(agent_dir: &Path, env: &BTreeMap<String, String>) -> Vec<
             collect_strings(&entry, &format!("auth.json {provider}"), &mut out);
         }
     }
-    if let Some(models) = read("models.json") {
-        if let Some(providers) = models.get("providers").and_then(|p| p.as_object()) {
-            for (provider, p) in providers {
-                if let Some(key) = p.get("apiKey").and_then(|k| k.as_str()) {
-                    if let Some(value) = env.get(key) {
-                        out.push(Secret {
-                            name: key.to_string(),
-                            value: value.clone(),
-                        });
-                    } else if !key.starts_with('!') {
-                        out.push(Secret {
-                            name: format!("models.json {provider} apiKey"),
-                            value: key.to_string(),
-                        });
-                    }
-                }
-            }
+    for (at, value) in crate::environment::models_json_credentials(agent_dir) {
+        if let Some(from_env) = env.get(&value) {
+            out.push(Secret {
+                name: value.clone(),
+                value: from_env.clone(),
+            });
+        } else if !value.starts_with('!') {
+            out.push(Secret { name: at, value });
         }
     }
     out
@@ -320,7 +311,7 @@ mod tests {
         .unwrap();
         std::fs::write(
             t.path().join("models.json"),
-            r#"{"providers":{"local":{"apiKey":"literal-key-4"},"byenv":{"apiKey":"MY_KEY"},"cmd":{"apiKey":"!pass show x"}}}"#,
+            r#"{"providers":{"local":{"apiKey":"literal-key-4","headers":{"X-Api-Token":"header-token-6"}},"byenv":{"apiKey":"MY_KEY","models":[{"id":"m","headers":{"Authorization":"Bearer model-header-7"}}]},"cmd":{"apiKey":"!pass show x"}}}"#,
         )
         .unwrap();
         let env = BTreeMap::from([("MY_KEY".to_string(), "value-from-env-5".to_string())]);
@@ -332,6 +323,8 @@ mod tests {
             "refresh-token-3",
             "literal-key-4",
             "value-from-env-5",
+            "header-token-6",
+            "Bearer model-header-7",
         ] {
             assert!(values.contains(&want), "{want} in {values:?}");
         }
