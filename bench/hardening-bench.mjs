@@ -28,8 +28,12 @@ const cwd = path.join(root, "proj");
 const tmp = path.join(root, "tmp");
 for (const d of [agentDir, cwd, tmp]) mkdirSync(d, { recursive: true });
 Object.assign(process.env, { HOME: home, TMPDIR: tmp });
-// 100 secrets in the environment: each is dropped from commands and hidden in output.
-const secrets = Array.from({ length: 100 }, (_, i) => [`BENCH_${i}_TOKEN`, `tok_${randomBytes(12).toString("hex")}`]);
+// 100 secrets in the environment, in the shapes real tokens have (GitHub, Anthropic, Slack,
+// AWS, npm, hex): each is dropped from commands and hidden in output. How fast the search is
+// depends on them (their first bytes against the text's), so they are not all alike.
+const b62 = (n) => Array.from(randomBytes(n), (x) => "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"[x % 62]).join("");
+const shapes = [() => `ghp_${b62(36)}`, () => `sk-ant-api03-${b62(40)}`, () => `xoxb-${b62(30)}`, () => `AKIA${b62(16).toUpperCase()}`, () => `npm_${b62(36)}`, () => randomBytes(20).toString("hex")];
+const secrets = Array.from({ length: 100 }, (_, i) => [`BENCH_${i}_TOKEN`, shapes[i % shapes.length]()]);
 for (const [k, v] of secrets) process.env[k] = v;
 process.chdir(cwd);
 
