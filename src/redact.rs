@@ -17,7 +17,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+use aho_corasick::{
+    AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, Anchored, Input, MatchKind, StartKind,
+};
 
 /// Values shorter than this are never redacted: a variable that holds `1`, `true` or `dev`
 /// is not a secret, and hiding every such word would garble the output.
@@ -30,10 +32,126 @@ pub struct Secret {
     pub value: String,
 }
 
+/// Up to this many secrets, one automaton's own prefilter is a SIMD search (Teddy); past it
+/// that prefilter falls back to rare bytes, and ordinary output slows it several times.
+const SIMD_LIMIT: usize = 64;
+
+/// The search over every secret: leftmost-longest, non-overlapping matches.
+#[derive(Debug, Clone)]
+enum Matcher {
+    /// One automaton, searched with its own prefilter.
+    Automaton(AhoCorasick),
+    /// Past `SIMD_LIMIT` secrets: a skip table over 3-byte blocks (Wu and Manber's idea)
+    /// finds the few places where a secret may begin, and an anchored automaton checks each.
+    Skipping(Skipper),
+}
+
+/// The skip table's blocks: three bytes (with two, the digits and hex letters of ordinary
+/// output matched some secret's blocks nearly everywhere).
+const BLOCK: usize = 3;
+
+fn block_slot(b: &[u8]) -> usize {
+    let v = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
+    (v.wrapping_mul(0x9E37_79B1) >> 16) as usize
+}
+
+#[derive(Debug, Clone)]
+struct Skipper {
+    /// Leftmost-longest, anchored searches only.
+    anchored: AhoCorasick,
+    /// The shortest secret's length: the window the blocks are taken from.
+    window: usize,
+    /// For each block (hashed): how far the window may move when it ends with it.
+    shift: Vec<u8>,
+}
+
+/// Built from plain strings, an automaton cannot fail short of a pattern set far beyond any
+/// session's secrets; without one nothing would be hidden, so it does not go on silently.
+fn automaton(values: &[String], start: StartKind) -> AhoCorasick {
+    AhoCorasickBuilder::new()
+        .match_kind(MatchKind::LeftmostLongest)
+        // A full DFA: the fastest search, and small for a session's secrets.
+        .kind(Some(AhoCorasickKind::DFA))
+        .start_kind(start)
+        .build(values)
+        .expect("the secrets' matcher")
+}
+
+impl Matcher {
+    fn build(values: &[String]) -> Matcher {
+        if values.len() <= SIMD_LIMIT {
+            return Matcher::Automaton(automaton(values, StartKind::Unanchored));
+        }
+        let window = values
+            .iter()
+            .map(String::len)
+            .min()
+            .unwrap_or(MIN_SECRET_LEN);
+        // A window ending with a block that no secret's first `window` bytes hold may move by
+        // `window - BLOCK + 1`: the block's last bytes could still begin a secret. Blocks are
+        // hashed into the table; two sharing an entry share the smaller shift, which is safe.
+        let far = (window - BLOCK + 1).min(u8::MAX as usize) as u8;
+        let mut shift = vec![far; 1 << 16];
+        for v in values {
+            let v = v.as_bytes();
+            for j in 0..=window - BLOCK {
+                // The block at j of the secret: the window that ends with it must move by
+                // what would align its end with the end of the secret's first `window` bytes.
+                let d = (window - BLOCK - j).min(u8::MAX as usize) as u8;
+                let slot = block_slot(&v[j..j + BLOCK]);
+                shift[slot] = shift[slot].min(d);
+            }
+        }
+        Matcher::Skipping(Skipper {
+            anchored: automaton(values, StartKind::Anchored),
+            window,
+            shift,
+        })
+    }
+
+    /// The leftmost-longest, non-overlapping matches in `text`: (start, end, pattern).
+    fn find(&self, text: &[u8]) -> Vec<(usize, usize, usize)> {
+        match self {
+            Matcher::Automaton(ac) => ac
+                .find_iter(text)
+                .map(|m| (m.start(), m.end(), m.pattern().as_usize()))
+                .collect(),
+            Matcher::Skipping(sk) => sk.find(text),
+        }
+    }
+}
+
+impl Skipper {
+    fn find(&self, text: &[u8]) -> Vec<(usize, usize, usize)> {
+        let mut out = Vec::new();
+        // `end` is one past the window's last byte; the window starts at `end - window`.
+        let mut end = self.window;
+        while end <= text.len() {
+            let d = self.shift[block_slot(&text[end - BLOCK..end])] as usize;
+            if d > 0 {
+                end += d;
+                continue;
+            }
+            let start = end - self.window;
+            let input = Input::new(text)
+                .span(start..text.len())
+                .anchored(Anchored::Yes);
+            match self.anchored.find(input) {
+                Some(m) => {
+                    out.push((m.start(), m.end(), m.pattern().as_usize()));
+                    end = m.end() + self.window;
+                }
+                None => end += 1,
+            }
+        }
+        out
+    }
+}
+
 /// The compiled matcher over every secret of a session.
 #[derive(Debug, Clone)]
 pub struct Redactor {
-    matcher: Option<AhoCorasick>,
+    matcher: Option<Matcher>,
     /// The replacement of each pattern, by pattern index.
     replacements: Vec<Vec<u8>>,
     /// The names redacted, sorted and unique, for `/sandbox`.
@@ -59,21 +177,7 @@ impl Redactor {
             .into_iter()
             .map(|(value, name)| (value, format!("[redacted: {name}]").into_bytes()))
             .unzip();
-        let matcher = if values.is_empty() {
-            None
-        } else {
-            // Built from plain strings, this cannot fail short of a pattern set far beyond
-            // any session's secrets; without a matcher nothing would be hidden, so refuse to
-            // go on silently.
-            Some(
-                AhoCorasickBuilder::new()
-                    .match_kind(MatchKind::LeftmostLongest)
-                    // A full DFA: the fastest search, and small for a session's secrets.
-                    .kind(Some(AhoCorasickKind::DFA))
-                    .build(&values)
-                    .expect("the secrets' matcher"),
-            )
-        };
+        let matcher = (!values.is_empty()).then(|| Matcher::build(&values));
         Redactor {
             matcher,
             replacements,
@@ -97,16 +201,16 @@ impl Redactor {
         let Some(matcher) = &self.matcher else {
             return Cow::Borrowed(text);
         };
-        let mut matches = matcher.find_iter(text).peekable();
-        if matches.peek().is_none() {
+        let matches = matcher.find(text);
+        if matches.is_empty() {
             return Cow::Borrowed(text);
         }
         let mut out = Vec::with_capacity(text.len());
         let mut pos = 0;
-        for m in matches {
-            out.extend_from_slice(&text[pos..m.start()]);
-            out.extend_from_slice(&self.replacements[m.pattern().as_usize()]);
-            pos = m.end();
+        for (start, end, pattern) in matches {
+            out.extend_from_slice(&text[pos..start]);
+            out.extend_from_slice(&self.replacements[pattern]);
+            pos = end;
         }
         out.extend_from_slice(&text[pos..]);
         Cow::Owned(out)
@@ -153,21 +257,22 @@ impl RedactStream {
         // than `longest`), so nothing after it can change it; one that starts later might
         // be the beginning of a longer secret, and waits.
         let safe = buf.len().saturating_sub(self.redactor.longest - 1);
-        let mut matches = matcher
-            .find_iter(&buf)
-            .take_while(|m| m.start() < safe)
-            .peekable();
-        if matches.peek().is_none() {
+        let matches: Vec<(usize, usize, usize)> = matcher
+            .find(&buf)
+            .into_iter()
+            .take_while(|m| m.0 < safe)
+            .collect();
+        if matches.is_empty() {
             // The common case: nothing to hide, and the buffer itself is passed on.
             self.held = buf.split_off(safe);
             return buf;
         }
         let mut out = Vec::with_capacity(buf.len());
         let mut pos = 0;
-        for m in matches {
-            out.extend_from_slice(&buf[pos..m.start()]);
-            out.extend_from_slice(&self.redactor.replacements[m.pattern().as_usize()]);
-            pos = m.end();
+        for (start, end, pattern) in matches {
+            out.extend_from_slice(&buf[pos..start]);
+            out.extend_from_slice(&self.redactor.replacements[pattern]);
+            pos = end;
         }
         let passed = pos.max(safe);
         out.extend_from_slice(&buf[pos..passed]);
@@ -371,6 +476,26 @@ mod tests {
 
         proptest! {
             #![proptest_config(ProptestConfig::with_cases(400))]
+
+            /// Past 64 secrets the skipping search finds exactly what one automaton would.
+            #[test]
+            fn skipping_finds_what_one_automaton_would(
+                values in proptest::collection::btree_set("[abc]{8,12}", 65..100),
+                pieces in proptest::collection::vec((0usize..1000, "[abcx]{0,9}"), 0..40),
+            ) {
+                let values: Vec<String> = values.into_iter().collect();
+                let mut text = Vec::new();
+                for (i, filler) in pieces {
+                    text.extend_from_slice(filler.as_bytes());
+                    if i % 3 != 0 {
+                        text.extend_from_slice(values[i % values.len()].as_bytes());
+                    }
+                }
+                let skipping = Matcher::build(&values);
+                prop_assert!(matches!(skipping, Matcher::Skipping(_)));
+                let one = Matcher::Automaton(automaton(&values, StartKind::Unanchored));
+                prop_assert_eq!(skipping.find(&text), one.find(&text));
+            }
 
             /// Streamed in any chunks, the output is the whole text's redaction, and no
             /// secret is left in it.
