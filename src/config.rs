@@ -489,19 +489,7 @@ fn apply_layer(cfg: &mut Config, file: &Path, layer: FileLayer) -> Result<(), Co
     if let Some(env) = layer.env {
         for (key, v) in [("env.allow", &env.allow), ("env.deny", &env.deny)] {
             if let Some(v) = v {
-                check_strings(file, key, v)?;
-                for (i, name) in v.iter().enumerate() {
-                    if !name
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '*' | '?'))
-                    {
-                        return Err(schema_err(
-                            file,
-                            format!("{key}[{i}]"),
-                            format!("'{name}' is not a variable name: use letters, digits and '_', with '*' or '?' as wildcards"),
-                        ));
-                    }
-                }
+                check_var_names(file, key, v, Wildcards::Allowed)?;
             }
         }
         set(&mut cfg.env_allow, env.allow);
@@ -524,16 +512,7 @@ fn apply_layer(cfg: &mut Config, file: &Path, layer: FileLayer) -> Result<(), Co
             }
         }
         if let Some(v) = &redact.env {
-            check_strings(file, "redact.env", v)?;
-            for (i, name) in v.iter().enumerate() {
-                if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                    return Err(schema_err(
-                        file,
-                        format!("redact.env[{i}]"),
-                        format!("'{name}' is not a variable name: use letters, digits and '_'"),
-                    ));
-                }
-            }
+            check_var_names(file, "redact.env", v, Wildcards::Refused)?;
         }
         // Each layer adds to the lists: a project file cannot unlist what the user hides.
         for (target, more) in [
@@ -563,6 +542,42 @@ fn apply_layer(cfg: &mut Config, file: &Path, layer: FileLayer) -> Result<(), Co
             value: v,
             source: src(),
         };
+    }
+    Ok(())
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wildcards {
+    Allowed,
+    Refused,
+}
+
+/// Each of `names` (the list at `key`) is a variable name, or with `Wildcards::Allowed` a
+/// pattern of one with `*` and `?`.
+fn check_var_names(
+    file: &Path,
+    key: &str,
+    names: &[String],
+    wildcards: Wildcards,
+) -> Result<(), ConfigError> {
+    check_strings(file, key, names)?;
+    let allowed = |c: char| {
+        c.is_ascii_alphanumeric()
+            || c == '_'
+            || (wildcards == Wildcards::Allowed && matches!(c, '*' | '?'))
+    };
+    for (i, name) in names.iter().enumerate() {
+        if name.is_empty() || !name.chars().all(allowed) {
+            let how = match wildcards {
+                Wildcards::Allowed => "use letters, digits and '_', with '*' or '?' as wildcards",
+                Wildcards::Refused => "use letters, digits and '_'",
+            };
+            return Err(schema_err(
+                file,
+                format!("{key}[{i}]"),
+                format!("'{name}' is not a variable name: {how}"),
+            ));
+        }
     }
     Ok(())
 }

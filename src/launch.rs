@@ -193,26 +193,28 @@ fn sealed_memfd(bytes: &[u8]) -> std::io::Result<OwnedFd> {
 }
 
 /// What every launch passes unchanged (pi-sandbox-init, the seccomp programs): on Linux
-/// written once per process into a sealed memfd, then opened anew for each launch, so that
-/// each reader starts at its beginning and nothing is copied per command.
+/// written once per process into sealed memfds (`cell`, one per item of `items`), then item
+/// `i` opened anew for each launch, so that each reader starts at its beginning and nothing
+/// is copied per command.
 fn shared_file(
-    cell: &'static once_cell::sync::OnceCell<OwnedFd>,
+    cell: &'static once_cell::sync::OnceCell<Vec<OwnedFd>>,
     dir: &Path,
-    bytes: &[u8],
+    items: &[&[u8]],
+    i: usize,
 ) -> Result<OwnedFd, LaunchError> {
     #[cfg(target_os = "linux")]
     {
         use std::os::fd::AsRawFd;
         let sealed = cell
-            .get_or_try_init(|| sealed_memfd(bytes))
+            .get_or_try_init(|| items.iter().map(|b| sealed_memfd(b)).collect())
             .map_err(script_error(dir))?;
-        if let Ok(f) = File::open(format!("/proc/self/fd/{}", sealed.as_raw_fd())) {
+        if let Ok(f) = File::open(format!("/proc/self/fd/{}", sealed[i].as_raw_fd())) {
             return Ok(f.into());
         }
         // No /proc here: a copy of its own.
     }
     let _ = cell;
-    unnamed_file(dir, bytes)
+    unnamed_file(dir, items[i])
 }
 
 /// bwrap's arguments as NUL-terminated strings (`bwrap --args FD`).
@@ -311,25 +313,22 @@ fn bwrap_launch(
             FdSource::Path(p) => open_mount_source(p)?,
             FdSource::Script => unnamed_file(tmp_dir, script.unwrap_or_default().as_bytes())?,
             FdSource::Filter(i) => {
-                static FILTERS: [once_cell::sync::OnceCell<OwnedFd>; 8] =
-                    [const { once_cell::sync::OnceCell::new() }; 8];
-                match FILTERS.get(*i) {
-                    Some(cell) => shared_file(cell, tmp_dir, &filters[*i].bytes)?,
-                    None => unnamed_file(tmp_dir, &filters[*i].bytes)?,
-                }
+                static FILTERS: once_cell::sync::OnceCell<Vec<OwnedFd>> =
+                    once_cell::sync::OnceCell::new();
+                let programs: Vec<&[u8]> = filters.iter().map(|f| f.bytes.as_slice()).collect();
+                shared_file(&FILTERS, tmp_dir, &programs, *i)?
             }
             FdSource::Init => {
-                static INIT: once_cell::sync::OnceCell<OwnedFd> = once_cell::sync::OnceCell::new();
-                shared_file(&INIT, tmp_dir, init_program()?)?
+                static INIT: once_cell::sync::OnceCell<Vec<OwnedFd>> =
+                    once_cell::sync::OnceCell::new();
+                shared_file(&INIT, tmp_dir, &[init_program()?], 0)?
             }
             FdSource::NotifyFilter => {
-                static NOTIFY: once_cell::sync::OnceCell<OwnedFd> =
+                static NOTIFY: once_cell::sync::OnceCell<Vec<OwnedFd>> =
                     once_cell::sync::OnceCell::new();
-                shared_file(
-                    &NOTIFY,
-                    tmp_dir,
-                    crate::platform::seccomp::notify_file().map_err(LaunchError::Seccomp)?,
-                )?
+                let framed =
+                    crate::platform::seccomp::notify_file().map_err(LaunchError::Seccomp)?;
+                shared_file(&NOTIFY, tmp_dir, &[framed], 0)?
             }
             FdSource::SupervisorSocket => supervisor_end
                 .take()

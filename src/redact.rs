@@ -4,8 +4,9 @@
 //! pi's `auth.json` and `models.json`, and what the user lists (`redact.values`,
 //! `redact.env`).
 //!
-//! One Aho-Corasick automaton matches all of them in a single pass (leftmost-longest, so of
-//! two secrets where one begins the other the longer is hidden whole). `RedactStream` gives
+//! An Aho-Corasick automaton finds them (leftmost-longest, so of two secrets where one begins
+//! the other the longer is hidden whole); past 64 secrets a skip table in front of it steps
+//! over the text where no secret can begin (`Matcher`). `RedactStream` gives
 //! the same result over output that arrives in chunks: it holds back the last
 //! `longest secret − 1` bytes of each chunk, which is exactly what a secret split across the
 //! boundary could still need.
@@ -206,14 +207,26 @@ impl Redactor {
             return Cow::Borrowed(text);
         }
         let mut out = Vec::with_capacity(text.len());
+        let pos = self.replace_into(&mut out, text, &matches);
+        out.extend_from_slice(&text[pos..]);
+        Cow::Owned(out)
+    }
+
+    /// `text` up to the end of the last of `matches` into `out`, each match replaced; returns
+    /// where that is.
+    fn replace_into(
+        &self,
+        out: &mut Vec<u8>,
+        text: &[u8],
+        matches: &[(usize, usize, usize)],
+    ) -> usize {
         let mut pos = 0;
-        for (start, end, pattern) in matches {
+        for &(start, end, pattern) in matches {
             out.extend_from_slice(&text[pos..start]);
             out.extend_from_slice(&self.replacements[pattern]);
             pos = end;
         }
-        out.extend_from_slice(&text[pos..]);
-        Cow::Owned(out)
+        pos
     }
 
     /// `redact` for text.
@@ -257,23 +270,15 @@ impl RedactStream {
         // than `longest`), so nothing after it can change it; one that starts later might
         // be the beginning of a longer secret, and waits.
         let safe = buf.len().saturating_sub(self.redactor.longest - 1);
-        let matches: Vec<(usize, usize, usize)> = matcher
-            .find(&buf)
-            .into_iter()
-            .take_while(|m| m.0 < safe)
-            .collect();
+        let mut matches = matcher.find(&buf);
+        matches.retain(|m| m.0 < safe);
         if matches.is_empty() {
             // The common case: nothing to hide, and the buffer itself is passed on.
             self.held = buf.split_off(safe);
             return buf;
         }
         let mut out = Vec::with_capacity(buf.len());
-        let mut pos = 0;
-        for (start, end, pattern) in matches {
-            out.extend_from_slice(&buf[pos..start]);
-            out.extend_from_slice(&self.redactor.replacements[pattern]);
-            pos = end;
-        }
+        let pos = self.redactor.replace_into(&mut out, &buf, &matches);
         let passed = pos.max(safe);
         out.extend_from_slice(&buf[pos..passed]);
         buf.drain(..passed);
