@@ -20,7 +20,12 @@ export declare class PreparedCommand {
   get verdict(): string
   /** Why it is unsandboxed or denied, for the user and the model. */
   get reason(): string | null
-  /** The program to spawn (bwrap or sandbox-exec). */
+  /**
+   * The program to spawn (bwrap or sandbox-exec).
+   * For verdict "ask" (no OS sandbox, approval mode ask): what to ask the user before
+   * running the command unsandboxed.
+   */
+  get prompt(): JsPrompt | null
   get program(): string | null
   /** Its arguments (bwrap's options come on fd 3). */
   get args(): Array<string> | null
@@ -156,6 +161,44 @@ export declare class Sandbox {
    * the host. Sandboxed commands keep the full `PATH`.
    */
   hostPath(path: string): string
+  /**
+   * The user allowed writes in `path`'s directory from the write prompt: `scope` is
+   * session (memory only), project or global (written into that config file). Takes
+   * effect at once. Returns a sentence saying where the grant went.
+   */
+  grantWrite(path: string, scope: string): string
+  /**
+   * The user allowed reading the env file `path`: once (this tool call), session or
+   * always.
+   */
+  grantEnvRead(path: string, scope: string): void
+  /**
+   * After "allow for this session / always" for an unsandboxed command: which commands
+   * the grant should cover.
+   */
+  commandKeyPrompt(command: string): JsPrompt
+  /**
+   * The user allowed `command` to run unsandboxed: `scope` session or always, `key`
+   * exact or prefix:N.
+   */
+  grantCommand(command: string, scope: string, key: string): void
+  /** The project config file and whether its widening rules apply; null without one. */
+  get projectTrust(): JsProjectTrust | null
+  /**
+   * The trust prompt, when the project file would widen the rules and its content has
+   * not been answered yet (`again`: or was declined); null otherwise. Re-reads changed
+   * config files first.
+   */
+  trustPrompt(again?: boolean | undefined | null): JsPrompt | null
+  /** The user's answer to the trust prompt for the content with hash `sha256`. */
+  answerTrust(sha256: string, trusted: boolean): void
+  /**
+   * Why the approvals store could not be used as it is (corrupt file moved aside, newer
+   * version), or null.
+   */
+  get approvalsNotice(): string | null
+  /** Re-reads the config files and the approvals store if one changed; true if it did. */
+  refresh(): boolean
   /** The effective configuration as text, each value with the file it came from. */
   describe(): string
 }
@@ -170,6 +213,15 @@ export interface JsCapability {
   program?: string
   /** Why there is no sandbox and how to fix it, when there is none. */
   reason?: string
+}
+
+export interface JsChoice {
+  /**
+   * Sent back to the matching `grant...` call: abort, once, session, project, global,
+   * always, trust, exact, prefix:N.
+   */
+  id: string
+  label: string
 }
 
 export interface JsDecision {
@@ -208,6 +260,30 @@ export interface JsLoadError {
   file?: string
 }
 
+export interface JsProjectTrust {
+  file: string
+  sha256: string
+  /** trusted, declined, not yet trusted */
+  trust: string
+  /** What the file would widen, one line each (`key: what`). */
+  widenings: Array<string>
+}
+
+/**
+ * A permission prompt: the question, the choices (the first keeps things blocked), and
+ * what to tell the model after a No and when there is no UI to ask in.
+ */
+export interface JsPrompt {
+  /** write, envRead, command, commandKey, trust */
+  kind: string
+  title: string
+  choices: Array<JsChoice>
+  declined: string
+  noUi: string
+  /** The project file's content hash the trust prompt is about (pass to `answerTrust`). */
+  sha256?: string
+}
+
 export interface JsStep {
   rule: string
   source: string
@@ -219,6 +295,8 @@ export interface JsToolDecision {
   /** Input key to overwrite before pi runs the tool (e.g. grep's `glob`), if any. */
   patchKey?: string
   patchValue?: any
+  /** What to ask the user when the verdict is "prompt". */
+  prompt?: JsPrompt
 }
 
 /** One entry of the violation log. */
@@ -245,6 +323,11 @@ export interface LoadOptions {
   sessionDir?: string
   /** Defaults to `$PI_SANDBOX_APPROVAL_MODE` (ask when unset). */
   approvalMode?: string
+  /**
+   * pi's session id (`ctx.sessionManager.getSessionId()`): grants "for this session" of
+   * the approvals store belong to it. Defaults to one per process.
+   */
+  sessionId?: string
 }
 
 /** Normalises a mode name or alias ("ro", "readwrite", ...) to its canonical name. */

@@ -62,7 +62,7 @@ test("explain returns every rule consulted", (t) => {
   const w = world();
   t.after(w.cleanup);
   const e = w.load().explain("write", path.join(w.root, "outside", "x"));
-  assert.equal(e.decision.verdict, "deny");
+  assert.equal(e.decision.verdict, "prompt", "outside allowWrite: the user may grant it");
   assert.equal(e.decision.rule, "outside allowWrite");
   assert.deepEqual(
     e.steps.map((s) => s.rule),

@@ -139,7 +139,7 @@ test("env files: asked for (blocked without a UI), refused in deny mode, allowed
 
   const ask = await runPi({ world: w, script, env: { PI_SANDBOX_APPROVAL_MODE: "ask" } });
   let res = byId(ask.results);
-  assert.match(res.call_0_0, /needs your approval/);
+  assert.match(res.call_0_0, /needs the user's approval, and there is no UI to ask in/);
   assert.match(res.call_0_1, /src\/config\.ts/);
   assert.doesNotMatch(res.call_0_1, /ENV-SECRET-77/);
 

@@ -1,32 +1,8 @@
-// With a UI (pi's RPC mode: dialogs travel as JSON lines), a read that needs approval asks
-// the user, and the user's answer decides.
+// With a UI (pi's RPC mode: dialogs travel as JSON lines): the footer and /sandbox. The
+// permission prompts and their answers are in approvals.test.mjs.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
-import path from "node:path";
 import { makeWorld, runPiRpc } from "./helpers/pi-run.mjs";
-
-const script = [[{ name: "read", arguments: { path: ".env" } }]];
-
-for (const confirmed of [true, false]) {
-  test(`reading .env asks first; answering ${confirmed ? "yes lets it through" : "no keeps it blocked"}`, async (t) => {
-    const w = makeWorld("rpc");
-    t.after(w.cleanup);
-    writeFileSync(path.join(w.project, ".env"), "API_TOKEN=ENV-SECRET-77\n");
-    const r = await runPiRpc({ world: w, script, env: { PI_SANDBOX_APPROVAL_MODE: "ask" }, answer: () => ({ confirmed }) });
-    assert.equal(r.code, 0, r.stderr);
-    assert.equal(r.dialogs.length, 1, JSON.stringify(r.dialogs));
-    assert.equal(r.dialogs[0].method, "confirm");
-    assert.match(r.dialogs[0].title, /allow read of .*\.env/);
-    assert.match(r.dialogs[0].message, /env files usually hold secrets/);
-    const text = r.results[0].text;
-    if (confirmed) assert.match(text, /ENV-SECRET-77/);
-    else {
-      assert.match(text, /needs your approval/);
-      assert.doesNotMatch(text, /ENV-SECRET-77/);
-    }
-  });
-}
 
 test("the footer shows the mode and how bash runs; /sandbox shows each rule's source", async (t) => {
   const w = makeWorld("rpcstatus");
@@ -43,4 +19,31 @@ test("the footer shows the mode and how bash runs; /sandbox shows each rule's so
   assert.ok(report, JSON.stringify(r.uiEvents));
   assert.match(report.message, /filesystem\.denyRead\s+~\/\.ssh, ~\/\.aws, ~\/\.gnupg/);
   assert.match(report.message, /↳ from built-in defaults/);
+});
+
+test("the footer follows the config: BROKEN when it breaks mid-session, back when it is fixed", async (t) => {
+  const { mkdirSync, writeFileSync } = await import("node:fs");
+  const path = await import("node:path");
+  const w = makeWorld("rpcfooter");
+  t.after(w.cleanup);
+  const config = path.join(w.agentDir, "extensions", "sandbox.json");
+  mkdirSync(path.dirname(config), { recursive: true });
+  const read = { name: "read", arguments: { path: "src" } };
+  let ended = 0;
+  const r = await runPiRpc({
+    world: w,
+    script: [[read], [read], [read]],
+    onMessage: (msg) => {
+      if (msg.type !== "tool_execution_end") return;
+      ended++;
+      // Between the calls, the user breaks the file, then fixes it.
+      if (ended === 1) writeFileSync(config, '{"mode": ');
+      if (ended === 2) writeFileSync(config, '{"mode": "read-only"}');
+    },
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const statuses = r.uiEvents.filter((e) => e.method === "setStatus").map((e) => e.statusText);
+  const broken = statuses.findIndex((s) => /BROKEN config/.test(s));
+  assert.ok(broken > 0, JSON.stringify(statuses));
+  assert.ok(statuses.slice(broken).some((s) => s.startsWith("sandbox: read-only")), JSON.stringify(statuses));
 });

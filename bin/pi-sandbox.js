@@ -68,7 +68,8 @@ function printDecision(d) {
 
 /** Runs a prepared argv, returning its exit code (128+N for a signal, as shells report it). */
 function runPrepared(prepared, argv) {
-  if (prepared.verdict === "denied") {
+  // "denied", and "ask" (no sandbox, and no one to ask here): not run.
+  if (prepared.verdict !== "sandboxed" && prepared.verdict !== "unsandboxed") {
     process.stderr.write(`pi-sandbox: ${prepared.reason}\n`);
     return 126;
   }

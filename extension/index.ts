@@ -25,9 +25,9 @@ import type {
 	ToolDefinition,
 	WriteOperations,
 } from "@mariozechner/pi-coding-agent";
-import type { PreparedCommand } from "../index.js";
+import type { JsDecision, JsPrompt, PreparedCommand } from "../index.js";
 import { narrowHostPath, runPrepared } from "./exec.ts";
-import { addonLoadFailure, askApproval, showStatus, sandboxReport, violationReport } from "./ui.ts";
+import { addonLoadFailure, choose, showStatus, sandboxReport, violationReport } from "./ui.ts";
 import type { FileBackend, SandboxAddon, SandboxHandle } from "./ui.ts";
 
 function loadAddon(): { addon?: SandboxAddon; error?: string } {
@@ -101,10 +101,14 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 	const startCwd = process.cwd();
 	/** The session's sandbox for `cwd`, loaded off the main thread on first use. */
 	let loaded: { cwd: string; sandbox: Promise<SandboxHandle> } | undefined;
+	/** pi's session id: grants "for this session" belong to it. */
+	let sessionId: string | undefined;
+	/** The context of the last event, to ask the user from bash's exec (which has none). */
+	let uiCtx: ExtensionContext | undefined;
 	const sandboxFor = (cwd: string, ctx?: ExtensionContext): Promise<SandboxHandle> => {
 		if (!addon) return Promise.reject(new Error(addonLoadFailure(addonError)));
 		if (!loaded || loaded.cwd !== cwd) {
-			loaded = { cwd, sandbox: addon.Sandbox.loadAsync({ cwd }).then((s) => withFlagMode(s, ctx)) };
+			loaded = { cwd, sandbox: addon.Sandbox.loadAsync({ cwd, sessionId }).then((s) => withFlagMode(s, ctx)) };
 		}
 		return loaded.sandbox;
 	};
@@ -173,8 +177,9 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		if (disabledByFlag()) return "unsandboxed";
 		if (!addon) return new Error(addonLoadFailure(addonError));
 		let prepared: PreparedCommand;
+		let s: SandboxHandle;
 		try {
-			const s = await sessionSandbox();
+			s = await sessionSandbox();
 			current ??= s;
 			prepared = await s.prepareBashAsync(command, network());
 		} catch (e) {
@@ -182,7 +187,67 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		}
 		if (prepared.verdict === "sandboxed") return prepared;
 		if (prepared.verdict === "unsandboxed") return "unsandboxed";
+		if (prepared.verdict === "ask" && prepared.prompt) return askToRunUnsandboxed(s, command, prepared.prompt);
 		return new Error(prepared.reason ?? "Blocked by the sandbox.");
+	}
+
+	/**
+	 * No OS sandbox works and approval mode is ask: the user decides whether this command
+	 * runs unsandboxed (once, for the session, always); a lasting grant is keyed as they
+	 * choose (the exact command or a prefix of its words) and stored by the Rust core.
+	 */
+	async function askToRunUnsandboxed(s: SandboxHandle, command: string, prompt: JsPrompt): Promise<"unsandboxed" | Error> {
+		const ctx = uiCtx;
+		if (!ctx?.hasUI) return new Error(prompt.noUi);
+		const scope = await choose(ctx, prompt);
+		if (scope === "once") return "unsandboxed";
+		if (scope !== "session" && scope !== "always") return new Error(prompt.declined);
+		const keyPrompt = s.commandKeyPrompt(command);
+		const key = await choose(ctx, keyPrompt);
+		if (!key || key === "abort") return new Error(keyPrompt.declined);
+		try {
+			s.grantCommand(command, scope, key);
+		} catch (e) {
+			ctx.ui.notify(`pi-sandbox-rs: ${(e as Error).message}`, "error");
+			return new Error(`Blocked: the grant could not be stored (${(e as Error).message}).`);
+		}
+		return "unsandboxed";
+	}
+
+	/**
+	 * A guard decision that asks: the user's answer, applied in the Rust core (a grant it
+	 * stores or remembers). Returns the reason to block with, or undefined when allowed.
+	 */
+	async function askAboutDecision(ctx: ExtensionContext, s: SandboxHandle, decision: JsDecision, prompt: JsPrompt): Promise<string | undefined> {
+		if (!ctx.hasUI) return prompt.noUi;
+		const answer = await choose(ctx, prompt);
+		if (!answer || answer === "abort") return prompt.declined;
+		try {
+			if (prompt.kind === "write") ctx.ui.notify(`pi-sandbox-rs: ${s.grantWrite(decision.path, answer)}`, "info");
+			else s.grantEnvRead(decision.path, answer);
+		} catch (e) {
+			ctx.ui.notify(`pi-sandbox-rs: ${(e as Error).message}`, "error");
+			return `Blocked: the user allowed it, but the grant could not be recorded: ${(e as Error).message}`;
+		}
+		return undefined;
+	}
+
+	/**
+	 * A project `.pi/sandbox.json` that would loosen the sandbox applies only what tightens
+	 * until the user trusts its exact content. Asked when it is first seen or has changed; a
+	 * dismissed dialog asks again next time, a "no" not until the file changes.
+	 */
+	async function askProjectTrust(ctx: ExtensionContext, s: SandboxHandle, again = false): Promise<void> {
+		if (!ctx.hasUI) return;
+		const prompt = s.trustPrompt(again);
+		if (!prompt?.sha256) return;
+		const answer = await choose(ctx, prompt);
+		if (answer === undefined) return;
+		try {
+			s.answerTrust(prompt.sha256, answer === "trust");
+		} catch (e) {
+			ctx.ui.notify(`pi-sandbox-rs: ${(e as Error).message}`, "error");
+		}
 	}
 
 	/**
@@ -275,13 +340,22 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 	pi.registerTool({ ...bash, label: "bash (sandboxed)" });
 
 	// The user's own `!cmd` / `!!cmd` goes through the same pipeline and the same queue.
-	pi.on("user_bash", () => ({ operations: sandboxed("print") }));
+	pi.on("user_bash", (_event, ctx) => {
+		uiCtx = ctx;
+		return { operations: sandboxed("print") };
+	});
 
 	const status = (ctx: ExtensionContext, s: SandboxHandle | undefined) => {
 		if (addon) showStatus(ctx, s, addon.sandboxCapability(), network());
 	};
 
 	pi.on("session_start", async (_event, ctx) => {
+		uiCtx = ctx;
+		try {
+			sessionId = ctx.sessionManager.getSessionId();
+		} catch {
+			// Without one, grants for this session last as long as this process.
+		}
 		if (disabledByFlag()) {
 			ctx.ui.notify("pi-sandbox-rs: disabled by --no-sandbox", "warning");
 			ctx.ui.setStatus("sandbox", "sandbox: off (--no-sandbox)");
@@ -294,6 +368,7 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		}
 		const s = await session(ctx);
 		if (s?.error) ctx.ui.notify(`pi-sandbox-rs: ${s.error.message}`, "error");
+		if (s?.approvalsNotice) ctx.ui.notify(`pi-sandbox-rs: ${s.approvalsNotice}`, "warning");
 		// pi runs rg, fd and others on the host from PATH: none from where the agent writes.
 		if (s) narrowHostPath((p) => s.hostPath(p));
 		const bash = await addon.probeCapability();
@@ -301,18 +376,34 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		status(ctx, s);
 	});
 
+	// A project file that would loosen the sandbox is shown before the agent runs (dialogs
+	// during session_start cannot be answered yet in every mode); it stays untrusted until then.
+	pi.on("before_agent_start", async (_event, ctx) => {
+		uiCtx = ctx;
+		if (disabledByFlag() || !addon) return undefined;
+		const s = await session(ctx);
+		if (s) {
+			await askProjectTrust(ctx, s);
+			status(ctx, s);
+		}
+		return undefined;
+	});
+
 	pi.on("tool_call", async (event, ctx) => {
+		uiCtx = ctx;
 		if (!guarded.has(event.toolName) || disabledByFlag()) return undefined;
 		if (!addon) return { block: true, reason: addonLoadFailure(addonError) };
 		const s = await session(ctx);
 		if (!s) return { block: true, reason: addonLoadFailure(addonError) };
 		const answer = await s.checkToolAsync(event.toolName, event.input);
+		// The check re-read changed config files: the footer shows what holds now.
+		status(ctx, s);
 		if (!answer) return undefined;
 		const { decision } = answer;
-		if (decision.verdict === "prompt") {
-			if (!(await askApproval(ctx, event.toolName, decision))) {
-				return { block: true, reason: decision.reason };
-			}
+		if (decision.verdict === "prompt" && answer.prompt) {
+			const blocked = await askAboutDecision(ctx, s, decision, answer.prompt);
+			status(ctx, s);
+			if (blocked) return { block: true, reason: blocked };
 		} else if (decision.verdict !== "allow") {
 			return { block: true, reason: decision.reason };
 		}
@@ -340,11 +431,15 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 	});
 
 	pi.registerCommand("sandbox", {
-		description: "Show the effective sandbox configuration and where each rule comes from; `/sandbox log` the recent refusals",
+		description: "Show the effective sandbox configuration and where each rule comes from; `/sandbox log` the recent refusals; `/sandbox trust` asks again about this project's sandbox.json",
 		handler: async (args, ctx) => {
 			const s = await session(ctx);
 			if (args.trim() === "log" && s) ctx.ui.notify(violationReport(s), "info");
-			else ctx.ui.notify(sandboxReport(disabledByFlag(), addonError, s), "info");
+			else if (args.trim() === "trust" && s) {
+				await askProjectTrust(ctx, s, true);
+				if (!s.projectTrust?.widenings.length) ctx.ui.notify("This project's sandbox.json loosens nothing: nothing to trust.", "info");
+				status(ctx, s);
+			} else ctx.ui.notify(sandboxReport(disabledByFlag(), addonError, s), "info");
 		},
 	});
 

@@ -1,6 +1,6 @@
 /** Prompts, status line and /sandbox output. Formatting only: decisions come from Rust. */
 import type { ExtensionContext } from "@mariozechner/pi-coding-agent";
-import type { JsCapability, JsDecision, Sandbox } from "../index.js";
+import type { JsCapability, JsPrompt, Sandbox } from "../index.js";
 
 export type SandboxHandle = Sandbox;
 export type SandboxAddon = typeof import("../index.js");
@@ -14,10 +14,15 @@ export function addonLoadFailure(cause: string | undefined): string {
 	);
 }
 
-/** Asks the user about a decision that needs approval; false when there is no UI. */
-export async function askApproval(ctx: ExtensionContext, tool: string, decision: JsDecision): Promise<boolean> {
-	if (!ctx.hasUI) return false;
-	return ctx.ui.confirm(`Sandbox: allow ${tool} of ${decision.path}?`, `${decision.reason}\n\nRule: ${decision.rule}`);
+/**
+ * Shows a permission prompt (its words come from Rust) and returns the chosen choice's id;
+ * undefined when there is no UI or the dialog was dismissed, which callers treat as the first,
+ * blocking choice.
+ */
+export async function choose(ctx: ExtensionContext, prompt: JsPrompt): Promise<string | undefined> {
+	if (!ctx.hasUI) return undefined;
+	const label = await ctx.ui.select(prompt.title, prompt.choices.map((c) => c.label));
+	return prompt.choices.find((c) => c.label === label)?.id;
 }
 
 export function showStatus(ctx: ExtensionContext, s: Sandbox | undefined, bash: JsCapability, network: string): void {
@@ -30,7 +35,9 @@ export function showStatus(ctx: ExtensionContext, s: Sandbox | undefined, bash: 
 		const shell = bash.kind === "none" ? "bash blocked (no OS sandbox)" : `bash in ${bash.kind}, net ${network}`;
 		// Only when bash does not run from a current index: each command walks the trees.
 		const index = s.indexStatus.startsWith("full scan") ? " · full scans" : "";
-		text = `sandbox: ${s.mode} · ${shell}${index}`;
+		const project = s.projectTrust;
+		const untrusted = project && project.trust !== "trusted" ? " · project rules not trusted" : "";
+		text = `sandbox: ${s.mode} · ${shell}${index}${untrusted}`;
 	}
 	ctx.ui.setStatus("sandbox", text);
 }

@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::trust::{ProjectLayer, Trust};
+
 /// Where a value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
@@ -121,6 +123,11 @@ pub struct Config {
     pub layers: Vec<(PathBuf, bool)>,
     /// Why each default denyRead entry is there (`credentials`).
     pub deny_read_reasons: BTreeMap<String, &'static str>,
+    /// The project file, if there is one: what it would widen and whether that applies.
+    pub project: Option<crate::trust::ProjectLayer>,
+    /// Directories the user allowed writes to for this session only (a prompt's answer),
+    /// each with how it was granted: writable in both layers, never written to a file.
+    pub session_allow_write: Vec<(String, Source)>,
 }
 
 pub const DEFAULT_ALLOWED_DOMAINS: &[&str] = &[
@@ -170,6 +177,8 @@ impl Config {
             enable_weaker_network_isolation: Sourced::default(false),
             passthrough: BTreeMap::new(),
             layers: vec![],
+            project: None,
+            session_allow_write: vec![],
         }
     }
 }
@@ -667,14 +676,40 @@ fn read_layer(file: &Path) -> Result<Option<String>, ConfigError> {
     }
 }
 
-/// Loads defaults → global → project for `env`.
-pub fn load(env: &Env) -> Result<Config, ConfigError> {
-    let mut layers = Vec::new();
-    for file in [env.global_config(), env.project_config()] {
-        let text = read_layer(&file)?;
-        layers.push((file, text));
-    }
-    merge(Config::defaults_for(env), &layers)
+/// Loads defaults → global → project for `env`. The project file's widening parts apply
+/// only when `trust_of(file, sha256)` says its content is trusted (see `trust`); what it
+/// would widen is kept in `Config::project` either way.
+pub fn load(env: &Env, trust_of: &dyn Fn(&Path, &str) -> Trust) -> Result<Config, ConfigError> {
+    let global = env.global_config();
+    let global_text = read_layer(&global)?;
+    let base = merge(Config::defaults_for(env), &[(global, global_text)])?;
+    let project = env.project_config();
+    let Some(text) = read_layer(&project)? else {
+        let mut cfg = base;
+        cfg.layers.push((project, false));
+        return Ok(cfg);
+    };
+    let wanted = merge(base.clone(), &[(project.clone(), Some(text.clone()))])?;
+    let resolve = |raw: &str| crate::paths::resolve(raw, &env.home, &env.cwd).ok();
+    let (restricted, widenings) = crate::trust::restrict(&base, &wanted, &project, &resolve);
+    let sha256 = crate::approvals::content_hash(text.as_bytes());
+    let trust = if widenings.is_empty() {
+        Trust::Trusted
+    } else {
+        trust_of(&project, &sha256)
+    };
+    let mut cfg = if trust == Trust::Trusted {
+        wanted
+    } else {
+        restricted
+    };
+    cfg.project = Some(ProjectLayer {
+        file: project,
+        sha256,
+        widenings,
+        trust,
+    });
+    Ok(cfg)
 }
 
 #[cfg(test)]
@@ -849,8 +884,8 @@ mod tests {
         assert_eq!(c.mode.value, Mode::ReadOnly);
     }
 
-    #[test]
-    fn load_reads_real_files_and_fails_closed_on_unreadable_ones() {
+    /// An env under a new temporary directory, with the project's `.pi` made.
+    fn temp_env() -> (tempfile::TempDir, Env) {
         let t = tempfile::tempdir().unwrap();
         let env = Env {
             home: t.path().join("home"),
@@ -859,13 +894,52 @@ mod tests {
             session_dir: None,
         };
         std::fs::create_dir_all(env.cwd.join(".pi")).unwrap();
+        (t, env)
+    }
+
+    #[test]
+    fn load_reads_real_files_and_fails_closed_on_unreadable_ones() {
+        let (_t, env) = temp_env();
         std::fs::write(env.project_config(), r#"{"mode":"ro"}"#).unwrap();
-        let c = load(&env).unwrap();
+        let pending = |_: &Path, _: &str| Trust::Pending;
+        let c = load(&env, &pending).unwrap();
         assert_eq!(c.mode.source, Source::File(env.project_config()));
+        assert_eq!(c.project.unwrap().trust, Trust::Trusted, "it only tightens");
         // a directory where the file should be cannot be read: error, not "no rules"
         std::fs::create_dir_all(env.global_config()).unwrap();
-        let e = load(&env).unwrap_err();
+        let e = load(&env, &pending).unwrap_err();
         assert_eq!(e.code(), "E_CONFIG_READ");
         assert_eq!(e.file(), env.global_config());
+    }
+
+    #[test]
+    fn a_widening_project_file_applies_only_once_its_exact_content_is_trusted() {
+        let (_t, env) = temp_env();
+        let text = r#"{"enabled":false,"mode":"read-only"}"#;
+        std::fs::write(env.project_config(), text).unwrap();
+        let hash = crate::approvals::content_hash(text.as_bytes());
+        let seen = std::cell::RefCell::new(vec![]);
+        let trusted_hash = std::cell::RefCell::new(String::from("other"));
+        let trust_of = |f: &Path, sha: &str| {
+            seen.borrow_mut().push((f.to_path_buf(), sha.to_string()));
+            if sha == *trusted_hash.borrow() {
+                Trust::Trusted
+            } else {
+                Trust::Pending
+            }
+        };
+        let untrusted = load(&env, &trust_of).unwrap();
+        assert!(untrusted.enabled.value, "enabled:false waits for trust");
+        assert_eq!(untrusted.mode.value, Mode::ReadOnly, "tightening applies");
+        let p = untrusted.project.unwrap();
+        assert_eq!(
+            (p.trust, p.sha256.as_str()),
+            (Trust::Pending, hash.as_str())
+        );
+        assert_eq!(p.widenings.len(), 1);
+        assert_eq!(seen.borrow()[0], (env.project_config(), hash.clone()));
+        *trusted_hash.borrow_mut() = hash;
+        let trusted = load(&env, &trust_of).unwrap();
+        assert!(!trusted.enabled.value, "trusted: applied in full");
     }
 }

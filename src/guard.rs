@@ -207,6 +207,8 @@ pub struct Guard {
     deny_write_globs: Arc<[String]>,
     /// Where git runs hooks from besides `.git/hooks` (`core.hooksPath`).
     hook_dirs: Arc<[HookDir]>,
+    /// Env files the user allowed reading (canonical path, how it was granted).
+    env_read_grants: Arc<[(PathBuf, String)]>,
 }
 
 impl Guard {
@@ -321,6 +323,15 @@ impl Guard {
             });
         }
 
+        // The user's answers to write prompts, for this session only.
+        for (raw, source) in &config.session_allow_write {
+            allow_write.push(DirRule {
+                path: canon.resolve(raw, &env.home, &env.cwd)?,
+                raw: raw.clone(),
+                source: source.to_string(),
+            });
+        }
+
         // A linked worktree's git dirs (outside the workspace) hold git's data for it: writable
         // like the workspace, in both layers. Decided once, at session start, and only through
         // git's own back-link (`protected::worktree_git_dirs`).
@@ -348,6 +359,7 @@ impl Guard {
             deny_read_paths: deny_read_paths.into(),
             deny_write_globs: deny_write_globs.into(),
             hook_dirs: Arc::from(Vec::new()),
+            env_read_grants: Arc::from(Vec::new()),
             enabled: config.enabled.clone(),
             mode: config.mode.clone(),
             approval,
@@ -568,6 +580,16 @@ impl Guard {
             source: "PI_SANDBOX_APPROVAL_MODE".into(),
             matched: env_file,
         });
+        if env_file && self.approval != ApprovalMode::Deny {
+            if let Some(scope) = self.env_read_grants.iter().find(|(p, _)| p == path) {
+                return make(
+                    Verdict::Allow,
+                    "sensitive env file (.env, .env.*), read granted".into(),
+                    scope.1.clone(),
+                    format!("Read of {shown} is allowed: {}.", scope.1),
+                );
+            }
+        }
         if env_file {
             let rule = "sensitive env file (.env, .env.*)".to_string();
             let source = format!("PI_SANDBOX_APPROVAL_MODE={}", self.approval.as_str());
@@ -583,7 +605,7 @@ impl Guard {
                     rule,
                     source,
                     format!(
-                        "Reading {shown} needs your approval: env files usually hold secrets. Without a UI to ask in, it is blocked; set PI_SANDBOX_APPROVAL_MODE=always to allow such reads."
+                        "Blocked read of {shown}: env files usually hold secrets, reading one needs the user's approval, and there is no UI to ask in. Set PI_SANDBOX_APPROVAL_MODE=always to allow such reads."
                     ),
                 ),
                 ApprovalMode::Deny => make(
@@ -730,12 +752,13 @@ impl Guard {
             .first()
             .map(|d| d.source.clone())
             .unwrap_or_else(|| "all layers".into());
+        // Not a hard block: the user may grant it (`prompts`); without a UI, refused.
         make(
-            Verdict::Deny,
+            Verdict::Prompt,
             "outside allowWrite".into(),
             source.clone(),
             format!(
-                "Blocked write to {shown}: it is outside every allowWrite directory ({}; from {}). To allow it, add its directory to filesystem.allowWrite in {}.",
+                "Blocked write to {shown}: it is outside every allowWrite directory ({}; from {}), and there is no UI to ask the user in. To allow it, add its directory to filesystem.allowWrite in {}.",
                 if listed.is_empty() { "none".to_string() } else { listed.join(", ") },
                 source,
                 self.env.project_config().display()
@@ -765,6 +788,15 @@ impl Guard {
     /// The directories git runs hooks from besides `.git/hooks`, found by the session.
     pub fn set_hook_dirs(&mut self, dirs: Vec<HookDir>) {
         self.hook_dirs = dirs.into();
+    }
+
+    /// The env files the user allowed reading, each with how (replaces the earlier list).
+    pub fn set_env_read_grants(&mut self, grants: Vec<(PathBuf, String)>) {
+        self.env_read_grants = grants.into();
+    }
+
+    pub fn env_read_grants(&self) -> &[(PathBuf, String)] {
+        &self.env_read_grants
     }
 
     pub fn hook_dirs(&self) -> &[HookDir] {

@@ -104,7 +104,7 @@ fn symlinks_into_a_denied_directory_are_followed() {
     // writes through a link out of the workspace land outside allowWrite
     symlink(w.p("outside"), w.p("proj/out")).unwrap();
     let d = g.check(Op::Write, &w.p("proj/out/x"));
-    assert_eq!(d.verdict, Verdict::Deny);
+    assert_eq!(d.verdict, Verdict::Prompt);
     assert_eq!(d.rule, "outside allowWrite");
     assert_eq!(d.path, w.p("outside/x"));
 }
@@ -142,7 +142,7 @@ fn dotdot_traversal_cannot_escape() {
     let sneaky = w.p("proj/src/../../home/.ssh/id_rsa");
     assert_eq!(verdict(&g, Op::Read, &sneaky), Verdict::Deny);
     let up = w.p("proj/../outside/x");
-    assert_eq!(verdict(&g, Op::Write, &up), Verdict::Deny);
+    assert_eq!(verdict(&g, Op::Write, &up), Verdict::Prompt);
     // `..` after a symlink applies to the target's parent, as in the kernel
     std::fs::create_dir_all(w.p("home/.ssh/sub")).unwrap();
     symlink(w.p("home/.ssh/sub"), w.p("proj/l")).unwrap();
@@ -160,7 +160,7 @@ fn dangling_symlinks_are_judged_by_the_file_they_would_create() {
     let g = w.guard("{}");
     assert_eq!(
         verdict(&g, Op::Write, &w.p("proj/src/dangling")),
-        Verdict::Deny
+        Verdict::Prompt
     );
     assert_eq!(verdict(&g, Op::Read, &w.p("proj/src/ak")), Verdict::Deny);
 }
@@ -287,7 +287,7 @@ fn deny_wins_over_allow_and_allow_write_is_default_deny() {
     assert_eq!(verdict(&g, Op::Write, &w.p("proj/README")), Verdict::Allow);
     // /tmp is no longer listed: the project layer replaced the default list
     let d = g.check(Op::Write, Path::new("/tmp/x"));
-    assert_eq!(d.verdict, Verdict::Deny);
+    assert_eq!(d.verdict, Verdict::Prompt);
     assert_eq!(d.source, w.env.project_config().display().to_string());
 }
 
@@ -409,7 +409,10 @@ fn session_dir_from_the_environment_is_never_writable() {
         verdict(&g, Op::Write, &w.p("proj/sessions/a.jsonl")),
         Verdict::Deny
     );
-    assert_eq!(verdict(&g, Op::Write, &w.p("outside/other")), Verdict::Deny);
+    assert_eq!(
+        verdict(&g, Op::Write, &w.p("outside/other")),
+        Verdict::Prompt
+    );
 }
 
 #[test]
@@ -633,7 +636,7 @@ fn absolute_paths_are_judged_as_the_kernel_opens_them() {
     let d = check_tool(&g, "write", &json!({"path": raw, "content": ""}), home)
         .unwrap()
         .decision;
-    assert_eq!(d.verdict, Verdict::Deny, "{d:?}");
+    assert_eq!(d.verdict, Verdict::Prompt, "{d:?}");
     assert_eq!(d.path, w.p("outside/evil.sh"));
 }
 

@@ -1,9 +1,11 @@
 //! N-API exports only: convert JS values, call the modules, map errors to JS errors with a
 //! stable `code`.
 
+pub mod approvals;
 pub mod audit;
 pub mod commands;
 pub mod config;
+pub mod config_edit;
 pub mod credentials;
 pub mod environment;
 pub mod guard;
@@ -14,12 +16,14 @@ pub mod open;
 pub mod paths;
 pub mod platform;
 pub mod policy;
+pub mod prompts;
 pub mod protected;
 pub mod redact;
 pub mod report;
 pub mod rules;
 pub mod session;
 pub mod tools;
+pub mod trust;
 pub mod violations;
 
 use std::path::{Path, PathBuf};
@@ -35,7 +39,7 @@ use crate::config::{Env, Mode};
 use crate::guard::{Decision, Op, Step};
 use crate::launch::Launch;
 use crate::policy::Network;
-use crate::session::{FileOpError, Options, Prepared, Session};
+use crate::session::{FileOpError, Options, Prepared, Session, WriteScope};
 
 /// A JS error whose `code` is our stable code (e.g. `E_BAD_MODE`).
 fn js_error(code: &str, message: impl Into<String>) -> Error<String> {
@@ -54,6 +58,9 @@ pub struct LoadOptions {
     pub session_dir: Option<String>,
     /// Defaults to `$PI_SANDBOX_APPROVAL_MODE` (ask when unset).
     pub approval_mode: Option<String>,
+    /// pi's session id (`ctx.sessionManager.getSessionId()`): grants "for this session" of
+    /// the approvals store belong to it. Defaults to one per process.
+    pub session_id: Option<String>,
 }
 
 #[napi(object)]
@@ -91,6 +98,60 @@ pub struct JsToolDecision {
     /// Input key to overwrite before pi runs the tool (e.g. grep's `glob`), if any.
     pub patch_key: Option<String>,
     pub patch_value: Option<Value>,
+    /// What to ask the user when the verdict is "prompt".
+    pub prompt: Option<JsPrompt>,
+}
+
+#[napi(object)]
+pub struct JsChoice {
+    /// Sent back to the matching `grant...` call: abort, once, session, project, global,
+    /// always, trust, exact, prefix:N.
+    pub id: String,
+    pub label: String,
+}
+
+/// A permission prompt: the question, the choices (the first keeps things blocked), and
+/// what to tell the model after a No and when there is no UI to ask in.
+#[napi(object)]
+pub struct JsPrompt {
+    /// write, envRead, command, commandKey, trust
+    pub kind: String,
+    pub title: String,
+    pub choices: Vec<JsChoice>,
+    pub declined: String,
+    pub no_ui: String,
+    /// The project file's content hash the trust prompt is about (pass to `answerTrust`).
+    pub sha256: Option<String>,
+}
+
+impl From<crate::prompts::Prompt> for JsPrompt {
+    fn from(p: crate::prompts::Prompt) -> Self {
+        JsPrompt {
+            kind: p.kind.into(),
+            title: p.title,
+            choices: p
+                .choices
+                .into_iter()
+                .map(|c| JsChoice {
+                    id: c.id,
+                    label: c.label,
+                })
+                .collect(),
+            declined: p.declined,
+            no_ui: p.no_ui,
+            sha256: None,
+        }
+    }
+}
+
+#[napi(object)]
+pub struct JsProjectTrust {
+    pub file: String,
+    pub sha256: String,
+    /// trusted, declined, not yet trusted
+    pub trust: String,
+    /// What the file would widen, one line each (`key: what`).
+    pub widenings: Vec<String>,
 }
 
 #[napi(object)]
@@ -134,6 +195,8 @@ pub struct JsLoadError {
 pub struct PreparedCommand {
     verdict: &'static str,
     reason: Option<String>,
+    /// For verdict "ask": what to ask the user.
+    ask: Option<crate::prompts::Prompt>,
     launch: Option<Launch>,
     /// The session and the ticket of this command's audit (sandboxed commands only).
     audit: Option<(Arc<Commands>, Ticket)>,
@@ -167,6 +230,13 @@ impl PreparedCommand {
     }
 
     /// The program to spawn (bwrap or sandbox-exec).
+    /// For verdict "ask" (no OS sandbox, approval mode ask): what to ask the user before
+    /// running the command unsandboxed.
+    #[napi(getter, catch_unwind)]
+    pub fn prompt(&self) -> Option<JsPrompt> {
+        self.ask.clone().map(Into::into)
+    }
+
     #[napi(getter, catch_unwind)]
     pub fn program(&self) -> Option<String> {
         self.launch
@@ -340,14 +410,21 @@ fn guarded<T>(f: impl FnOnce() -> T) -> napi::Result<T> {
 }
 
 fn prepared(commands: &Arc<Commands>, (p, ticket): (Prepared, Option<Ticket>)) -> PreparedCommand {
+    let mut ask = None;
     let (verdict, reason, launch) = match p {
         Prepared::Unsandboxed(reason) => ("unsandboxed", Some(reason), None),
+        Prepared::NeedsApproval(prompt) => {
+            let no_ui = prompt.no_ui.clone();
+            ask = Some(*prompt);
+            ("ask", Some(no_ui), None)
+        }
         Prepared::Denied(reason) => ("denied", Some(reason), None),
         Prepared::Sandboxed(launch) => ("sandboxed", None, Some(launch)),
     };
     PreparedCommand {
         verdict,
         reason,
+        ask,
         launch,
         audit: ticket.map(|t| (commands.clone(), t)),
     }
@@ -451,7 +528,10 @@ fn session_path(session: &Session, path: &str) -> napi::Result<PathBuf, String> 
 
 fn check_tool_on(session: &mut Session, tool: &str, input: &Value) -> Option<JsToolDecision> {
     session.refresh();
-    session.check_tool(tool, input).map(tool_decision)
+    let checked = session.check_tool(tool, input)?;
+    let prompt = (checked.decision.verdict == crate::guard::Verdict::Prompt)
+        .then(|| session.prompt_for(&checked.decision).into());
+    Some(tool_decision(checked, prompt))
 }
 
 fn read_file_on(session: &Session, path: &str) -> napi::Result<Buffer, String> {
@@ -476,7 +556,7 @@ fn mkdir_on(session: &Session, dir: &str) -> napi::Result<(), String> {
     session.mkdir(&p).map_err(file_op_error)
 }
 
-fn tool_decision(c: crate::tools::ToolCheck) -> JsToolDecision {
+fn tool_decision(c: crate::tools::ToolCheck, prompt: Option<JsPrompt>) -> JsToolDecision {
     let (patch_key, patch_value) = match c.patch {
         Some((k, v)) => (Some(k), Some(v)),
         None => (None, None),
@@ -485,6 +565,7 @@ fn tool_decision(c: crate::tools::ToolCheck) -> JsToolDecision {
         decision: c.decision.into(),
         patch_key,
         patch_value,
+        prompt,
     }
 }
 
@@ -612,7 +693,11 @@ fn session_options(options: LoadOptions) -> napi::Result<Options, String> {
     let approval_mode = options
         .approval_mode
         .or_else(|| std::env::var("PI_SANDBOX_APPROVAL_MODE").ok());
-    Ok(Options { env, approval_mode })
+    Ok(Options {
+        env,
+        approval_mode,
+        session_id: options.session_id,
+    })
 }
 
 #[napi]
@@ -918,6 +1003,116 @@ impl Sandbox {
     #[napi(catch_unwind)]
     pub fn host_path(&self, path: String) -> String {
         self.commands.session().host_path(&path)
+    }
+
+    /// The user allowed writes in `path`'s directory from the write prompt: `scope` is
+    /// session (memory only), project or global (written into that config file). Takes
+    /// effect at once. Returns a sentence saying where the grant went.
+    #[napi(catch_unwind)]
+    pub fn grant_write(&mut self, path: String, scope: String) -> napi::Result<String, String> {
+        let scope = WriteScope::parse(&scope).ok_or_else(|| {
+            js_error(
+                "E_BAD_SCOPE",
+                format!("unknown scope {scope:?}: session, project or global"),
+            )
+        })?;
+        let mut session = self.commands.session();
+        let p = session_path(&session, &path)?;
+        session
+            .grant_write(&p, scope)
+            .map_err(|e| js_error("E_GRANT", e))
+    }
+
+    /// The user allowed reading the env file `path`: once (this tool call), session or
+    /// always.
+    #[napi(catch_unwind)]
+    pub fn grant_env_read(&mut self, path: String, scope: String) -> napi::Result<(), String> {
+        let mut session = self.commands.session();
+        let p = session_path(&session, &path)?;
+        session
+            .grant_env_read(&p, &scope)
+            .map_err(|e| js_error("E_GRANT", e))
+    }
+
+    /// After "allow for this session / always" for an unsandboxed command: which commands
+    /// the grant should cover.
+    #[napi(catch_unwind)]
+    pub fn command_key_prompt(&self, command: String) -> JsPrompt {
+        self.commands.session().command_key_prompt(&command).into()
+    }
+
+    /// The user allowed `command` to run unsandboxed: `scope` session or always, `key`
+    /// exact or prefix:N.
+    #[napi(catch_unwind)]
+    pub fn grant_command(
+        &mut self,
+        command: String,
+        scope: String,
+        key: String,
+    ) -> napi::Result<(), String> {
+        self.commands
+            .session()
+            .grant_command(&command, &scope, &key)
+            .map_err(|e| js_error("E_GRANT", e))
+    }
+
+    /// The project config file and whether its widening rules apply; null without one.
+    #[napi(getter, catch_unwind)]
+    pub fn project_trust(&self) -> Option<JsProjectTrust> {
+        self.commands
+            .session()
+            .project_layer()
+            .map(|p| JsProjectTrust {
+                file: p.file.display().to_string(),
+                sha256: p.sha256.clone(),
+                trust: p.trust.as_str().into(),
+                widenings: p
+                    .widenings
+                    .iter()
+                    .map(|w| format!("{}: {}", w.key, w.what))
+                    .collect(),
+            })
+    }
+
+    /// The trust prompt, when the project file would widen the rules and its content has
+    /// not been answered yet (`again`: or was declined); null otherwise. Re-reads changed
+    /// config files first.
+    #[napi(catch_unwind)]
+    pub fn trust_prompt(&mut self, again: Option<bool>) -> Option<JsPrompt> {
+        let mut session = self.commands.session();
+        session.refresh();
+        let sha = session.project_layer().map(|p| p.sha256.clone());
+        session
+            .trust_prompt(again.unwrap_or(false))
+            .map(|p| JsPrompt {
+                sha256: sha,
+                ..p.into()
+            })
+    }
+
+    /// The user's answer to the trust prompt for the content with hash `sha256`.
+    #[napi(catch_unwind)]
+    pub fn answer_trust(&mut self, sha256: String, trusted: bool) -> napi::Result<(), String> {
+        self.commands
+            .session()
+            .answer_trust(&sha256, trusted)
+            .map_err(|e| js_error("E_GRANT", e))
+    }
+
+    /// Why the approvals store could not be used as it is (corrupt file moved aside, newer
+    /// version), or null.
+    #[napi(getter, catch_unwind)]
+    pub fn approvals_notice(&self) -> Option<String> {
+        self.commands
+            .session()
+            .approvals_notice()
+            .map(str::to_string)
+    }
+
+    /// Re-reads the config files and the approvals store if one changed; true if it did.
+    #[napi(catch_unwind)]
+    pub fn refresh(&mut self) -> bool {
+        self.commands.session().refresh()
     }
 
     /// The effective configuration as text, each value with the file it came from.

@@ -2,6 +2,7 @@
 //! Pure: capability detection and the sandbox build happen elsewhere.
 
 use crate::config::Mode;
+use crate::guard::ApprovalMode;
 use crate::platform::detect::Capability;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +33,9 @@ pub enum BashDecision {
     Sandboxed { adapter: Adapter, network: Network },
     /// Run as is: the user turned protection off (`enabled: false`, yolo, `--no-sandbox`).
     Unsandboxed { reason: String },
+    /// Run unsandboxed only if the user says so now (no OS sandbox, approval mode `ask`);
+    /// `reason` says why no sandbox works.
+    NeedsApproval { reason: String },
     /// Do not run.
     Denied { reason: String },
 }
@@ -42,6 +46,10 @@ pub struct BashRequest<'a> {
     pub enabled: bool,
     pub mode: Mode,
     pub network: Network,
+    /// `PI_SANDBOX_APPROVAL_MODE`: what happens when no OS sandbox works.
+    pub approval: ApprovalMode,
+    /// How the user already allowed this command to run unsandboxed, if they did.
+    pub approved: Option<String>,
 }
 
 pub fn decide(req: &BashRequest) -> BashDecision {
@@ -64,11 +72,25 @@ pub fn decide(req: &BashRequest) -> BashDecision {
             adapter: Adapter::Seatbelt,
             network: req.network,
         },
-        // Fail closed: without an OS sandbox bash would run with every right the user has.
-        Capability::Unavailable { reason } => BashDecision::Denied {
-            reason: format!(
-                "Blocked: bash cannot be sandboxed here, so it does not run. {reason} pi's file tools stay guarded meanwhile. To run bash unprotected anyway, choose it explicitly: /sandbox-mode yolo, or start pi with --no-sandbox."
-            ),
+        // Without an OS sandbox bash would run with every right the user has: only the user
+        // can let it (seed 000's fallback), and only for what they approved.
+        Capability::Unavailable { reason } => match (req.approval, &req.approved) {
+            (ApprovalMode::Deny, _) => BashDecision::Denied {
+                reason: format!(
+                    "Blocked: bash cannot be sandboxed here, and PI_SANDBOX_APPROVAL_MODE=deny refuses to run it unsandboxed. {reason} pi's file tools stay guarded meanwhile. To run bash unprotected anyway, unset PI_SANDBOX_APPROVAL_MODE to be asked, or choose /sandbox-mode yolo or --no-sandbox."
+                ),
+            },
+            (ApprovalMode::Always, _) => BashDecision::Unsandboxed {
+                reason: format!(
+                    "no OS sandbox works here and PI_SANDBOX_APPROVAL_MODE=always runs bash without one. {reason}"
+                ),
+            },
+            (ApprovalMode::Ask, Some(how)) => BashDecision::Unsandboxed {
+                reason: format!("no OS sandbox works here; {how}"),
+            },
+            (ApprovalMode::Ask, None) => BashDecision::NeedsApproval {
+                reason: reason.clone(),
+            },
         },
     }
 }
@@ -83,6 +105,8 @@ mod tests {
             enabled,
             mode,
             network: Network::Off,
+            approval: ApprovalMode::Deny,
+            approved: None,
         }
     }
 
@@ -131,6 +155,27 @@ mod tests {
                 BashDecision::Unsandboxed { .. }
             ));
         }
+        // Without a sandbox, the approval mode decides; a grant only counts in `ask`.
+        let mut r = req(&none, true, Mode::ReadWrite);
+        r.approval = ApprovalMode::Ask;
+        assert_eq!(
+            decide(&r),
+            BashDecision::NeedsApproval {
+                reason: "bwrap missing.".into()
+            }
+        );
+        r.approved = Some("allowed for this session".into());
+        assert!(matches!(decide(&r), BashDecision::Unsandboxed { .. }));
+        r.approval = ApprovalMode::Deny;
+        assert!(matches!(decide(&r), BashDecision::Denied { .. }));
+        r.approval = ApprovalMode::Always;
+        r.approved = None;
+        assert!(matches!(decide(&r), BashDecision::Unsandboxed { .. }));
+        // With a sandbox, neither changes anything.
+        let mut r = req(&bwrap, true, Mode::ReadWrite);
+        r.approval = ApprovalMode::Always;
+        r.approved = Some("x".into());
+        assert!(matches!(decide(&r), BashDecision::Sandboxed { .. }));
         let mut r = req(&bwrap, true, Mode::ReadWrite);
         r.network = Network::On;
         assert_eq!(

@@ -8,6 +8,7 @@ use std::time::SystemTime;
 
 use serde_json::Value;
 
+use crate::approvals::{self, Grant, Scope, Snapshot, Store};
 use crate::audit::{Auditor, Finding};
 use crate::config::{self, Config, ConfigError, Env, Mode, Source, MODE_HELP};
 use crate::environment::{self, EnvPolicy};
@@ -18,8 +19,10 @@ use crate::open::{self, OpenError};
 use crate::platform::detect::{self, Capability};
 use crate::platform::mounts::{Found, Scan};
 use crate::policy::{self, Adapter, BashDecision, BashRequest, Network};
+use crate::prompts::{self, Prompt};
 use crate::redact::{self, Redactor, Secret};
 use crate::tools::{self, ToolCheck};
+use crate::trust::{ProjectLayer, Trust};
 use crate::violations::{Violation, ViolationLog};
 
 /// Why a session has no usable policy. Each carries a stable code for the JS side.
@@ -59,6 +62,50 @@ pub struct Options {
     pub env: Env,
     /// Raw `PI_SANDBOX_APPROVAL_MODE`, validated here.
     pub approval_mode: Option<String>,
+    /// pi's session id: session-scoped approvals belong to it.
+    pub session_id: Option<String>,
+}
+
+/// How the user granted an entry, for rule sources and messages.
+fn granted_how(e: &approvals::Entry) -> String {
+    match e.scope {
+        Scope::Session => format!("allowed by the user for this session at {}", e.granted_at),
+        Scope::Always => format!("allowed by the user for good at {}", e.granted_at),
+    }
+}
+
+/// The env files the user allowed reading, from the store's entries.
+fn env_read_grants(granted: &Snapshot) -> Vec<(PathBuf, String)> {
+    granted
+        .entries
+        .iter()
+        .filter_map(|e| match &e.grant {
+            Grant::EnvRead { path } => Some((path.clone(), granted_how(e))),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Where a write grant goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteScope {
+    /// This session only, in memory.
+    Session,
+    /// `<cwd>/.pi/sandbox.json`.
+    Project,
+    /// The global config file.
+    Global,
+}
+
+impl WriteScope {
+    pub fn parse(s: &str) -> Option<WriteScope> {
+        match s {
+            "session" => Some(WriteScope::Session),
+            "project" => Some(WriteScope::Project),
+            "global" => Some(WriteScope::Global),
+            _ => None,
+        }
+    }
 }
 
 fn built(launch: Result<Launch, LaunchError>) -> Prepared {
@@ -135,6 +182,8 @@ pub enum Prepared {
     Sandboxed(Launch),
     /// The user turned protection off; run the command as is.
     Unsandboxed(String),
+    /// No OS sandbox works: run it unsandboxed only if the user says so now (`prompt`).
+    NeedsApproval(Box<Prompt>),
     /// Do not run; the reason says why and how to fix it.
     Denied(String),
 }
@@ -157,6 +206,14 @@ pub struct Session {
     log: ViolationLog,
     /// The secrets hidden from the model, and the stamp of pi's key files they were read at.
     redactor: std::cell::RefCell<Option<(Stamp, Arc<Redactor>)>>,
+    /// The user's grants on disk (`approvals`), or why they cannot be read or written.
+    store: Result<Store, String>,
+    /// What the store grants this session, read at the last load.
+    granted: Snapshot,
+    /// Directories the user allowed writes to for this session (memory only).
+    session_writes: Vec<(String, Source)>,
+    /// Paths the user allowed once, for the tool call being run (cleared by the next one).
+    once: std::cell::RefCell<Vec<(Op, PathBuf)>>,
 }
 
 struct Loaded {
@@ -179,7 +236,12 @@ fn stamp_of(files: &[PathBuf]) -> Stamp {
 impl Session {
     pub fn load(options: Options) -> Session {
         let log = ViolationLog::in_agent_dir(&options.env.agent_dir);
+        let store = Store::in_agent_dir(&options.env.agent_dir).map_err(|e| e.to_string());
         let mut s = Session {
+            store,
+            granted: Snapshot::empty(),
+            session_writes: vec![],
+            once: Default::default(),
             log,
             options,
             state: Err(LoadError {
@@ -198,15 +260,35 @@ impl Session {
         s
     }
 
+    /// What a load reads: both config files and the approvals store.
     fn config_files(&self) -> Vec<PathBuf> {
         vec![
             self.options.env.global_config(),
             self.options.env.project_config(),
+            self.options.env.agent_dir.join(approvals::FILE_NAME),
         ]
+    }
+
+    /// The id session-scoped grants are stored under.
+    fn session_id(&self) -> String {
+        self.options
+            .session_id
+            .clone()
+            .unwrap_or_else(|| format!("process {}", std::process::id()))
     }
 
     /// Re-reads every layer now.
     pub fn reload(&mut self) {
+        self.granted = match &self.store {
+            Ok(store) => store.load(&self.session_id()).unwrap_or_else(|e| Snapshot {
+                entries: vec![],
+                notice: Some(e.to_string()),
+            }),
+            Err(e) => Snapshot {
+                entries: vec![],
+                notice: Some(e.clone()),
+            },
+        };
         self.stamp = stamp_of(&self.config_files());
         self.state = self.build();
         *self.redactor.get_mut() = None;
@@ -254,10 +336,12 @@ impl Session {
     }
 
     /// Re-reads the layers if one was created, changed or removed since the last load.
-    pub fn refresh(&mut self) {
-        if stamp_of(&self.config_files()) != self.stamp {
+    pub fn refresh(&mut self) -> bool {
+        let changed = stamp_of(&self.config_files()) != self.stamp;
+        if changed {
             self.reload();
         }
+        changed
     }
 
     fn build(&self) -> Result<Loaded, LoadError> {
@@ -271,8 +355,16 @@ impl Session {
                 file: None,
             })?,
         };
-        let config = config::load(&self.options.env)?;
+        let granted = &self.granted;
+        let trust_of = |file: &Path, sha256: &str| match granted.trust(file) {
+            Some((hash, true)) if hash == sha256 => Trust::Trusted,
+            Some((hash, false)) if hash == sha256 => Trust::Declined,
+            _ => Trust::Pending,
+        };
+        let mut config = config::load(&self.options.env, &trust_of)?;
+        config.session_allow_write = self.session_writes.clone();
         let mut guard = Guard::new(&config, &self.options.env, approval)?;
+        guard.set_env_read_grants(env_read_grants(granted));
         if !config.allow_hooks_path.value {
             guard.set_hook_dirs(hook_dirs_around(&guard));
         }
@@ -510,6 +602,8 @@ impl Session {
 
     /// Checks a pi tool call; `None` when the tool is not a guarded file tool.
     pub fn check_tool(&self, tool: &str, input: &Value) -> Option<ToolCheck> {
+        // A new tool call: what the user allowed once was for the one before.
+        self.once.borrow_mut().clear();
         match self.guard() {
             Some(g) => {
                 let home = &self.options.env.home;
@@ -530,14 +624,23 @@ impl Session {
     }
 
     /// The judged file for one of pi's file-tool operations: refused with the guard's reason
-    /// when denied ("prompt" was already answered in pi's tool_call handler).
+    /// unless allowed: by the rules, or once by the user for the tool call being run.
     fn judged(&self, op: Op, path: &Path) -> Result<Decision, FileOpError> {
         let d = self.check(op, path);
-        if d.verdict == Verdict::Deny {
-            self.log_denied(op.as_str(), &d);
-            return Err(FileOpError::Blocked(d.reason));
+        let once = || {
+            self.once
+                .borrow()
+                .iter()
+                .any(|(o, p)| *o == op && *p == d.path)
+        };
+        match d.verdict {
+            Verdict::Allow => Ok(d),
+            Verdict::Prompt if once() => Ok(d),
+            _ => {
+                self.log_denied(op.as_str(), &d);
+                Err(FileOpError::Blocked(d.reason))
+            }
         }
-        Ok(d)
     }
 
     /// pi's read: the file the guard judged, opened without following links.
@@ -585,15 +688,32 @@ impl Session {
             }
         };
         let capability = detect::detect();
+        let text = match &command {
+            Command::Shell(text) => Some(*text),
+            Command::Argv(_) => None,
+        };
+        let approved = text
+            .and_then(|t| self.granted.command_grant(t))
+            .map(granted_how);
         let decision = policy::decide(&BashRequest {
             capability: &capability,
             enabled: guard.enabled().value,
             mode: guard.mode().value,
             network,
+            approval: guard.approval_mode(),
+            approved,
         });
         let (adapter, network) = match decision {
             BashDecision::Sandboxed { adapter, network } => (adapter, network),
             BashDecision::Unsandboxed { reason } => return Prepared::Unsandboxed(reason),
+            BashDecision::NeedsApproval { reason } => {
+                return match text {
+                    Some(t) => {
+                        Prepared::NeedsApproval(Box::new(prompts::unsandboxed_command(t, &reason)))
+                    }
+                    None => Prepared::Denied(prompts::unsandboxed_command("", &reason).no_ui),
+                }
+            }
             BashDecision::Denied { reason } => return Prepared::Denied(reason),
         };
         if let Some(reason) = program_in_reach(guard, &capability) {
@@ -785,6 +905,223 @@ impl Session {
         notes
     }
 
+    /// The prompt for a guard decision that asks the user.
+    pub fn prompt_for(&self, decision: &Decision) -> Prompt {
+        let env = &self.options.env;
+        prompts::for_decision(decision, &env.project_config(), &env.global_config())
+    }
+
+    fn store(&self) -> Result<&Store, String> {
+        self.store.as_ref().map_err(Clone::clone)
+    }
+
+    /// The guard's decision on `path` if it is one the user may grant (it asks), else why
+    /// not: a prompt's answer never lifts a hard block.
+    fn askable(&self, op: Op, path: &Path) -> Result<Decision, String> {
+        let decision = self.check(op, path);
+        if decision.verdict != Verdict::Prompt {
+            return Err(format!(
+                "{} cannot be allowed from a prompt: {}",
+                decision.path.display(),
+                decision.reason
+            ));
+        }
+        Ok(decision)
+    }
+
+    /// The user allowed writes in `path`'s directory (the write prompt): for this session in
+    /// memory, or written into the project's or the global config file. The policy is
+    /// reloaded, so the next check and the next bash command's mounts include it. Returns
+    /// where the grant went.
+    pub fn grant_write(&mut self, path: &Path, scope: WriteScope) -> Result<String, String> {
+        let decision = self.askable(Op::Write, path)?;
+        let dir = prompts::write_grant_dir(&decision.path)
+            .display()
+            .to_string();
+        let env = self.options.env.clone();
+        let landed = match scope {
+            WriteScope::Session => {
+                self.session_writes.push((
+                    dir.clone(),
+                    Source::Runtime("allowed by the user for this session".into()),
+                ));
+                "for this session (in memory only)".to_string()
+            }
+            WriteScope::Project => {
+                let file = env.project_config();
+                // A file the user trusted (or that widened nothing) stays trusted with the
+                // grant added: the change is the user's own.
+                let keep_trust = self
+                    .state
+                    .as_ref()
+                    .ok()
+                    .and_then(|l| l.config.project.as_ref())
+                    .is_none_or(|p| p.trust == Trust::Trusted);
+                let inherited = self.inherited_allow_write(&env)?;
+                let sha = add_allow_write(&file, &inherited, &dir)?;
+                if keep_trust {
+                    self.store()?
+                        .grant(
+                            Scope::Always,
+                            Grant::ProjectTrust {
+                                file: file.clone(),
+                                sha256: sha,
+                                trusted: true,
+                            },
+                            &self.session_id(),
+                            "user: write prompt (allow for this project)",
+                        )
+                        .map_err(|e| e.to_string())?;
+                } else {
+                    // The file's other widening rules are not trusted, so the file does not
+                    // apply as a whole: the grant holds for this session meanwhile.
+                    self.session_writes.push((
+                        dir.clone(),
+                        Source::Runtime(format!(
+                            "allowed by the user for this project ({} is not trusted yet)",
+                            file.display()
+                        )),
+                    ));
+                }
+                format!("in {}", file.display())
+            }
+            WriteScope::Global => {
+                let file = env.global_config();
+                let defaults = Config::defaults_for(&env).allow_write.value;
+                add_allow_write(&file, &defaults, &dir)?;
+                format!("in {}", file.display())
+            }
+        };
+        self.reload();
+        Ok(format!("Writes in {dir} are allowed {landed}."))
+    }
+
+    /// What allowWrite is below the project file: the defaults, or the global file's list.
+    fn inherited_allow_write(&self, env: &Env) -> Result<Vec<String>, String> {
+        let global = env.global_config();
+        let text = std::fs::read_to_string(&global).ok();
+        config::merge(Config::defaults_for(env), &[(global, text)])
+            .map(|c| c.allow_write.value)
+            .map_err(|e| e.to_string())
+    }
+
+    /// The user allowed reading an env file (the read prompt): `once` for the tool call
+    /// being run, `session` or `always` through the approvals store.
+    pub fn grant_env_read(&mut self, path: &Path, scope: &str) -> Result<(), String> {
+        let decision = self.askable(Op::Read, path)?;
+        let scope = match scope {
+            "once" => {
+                self.once.borrow_mut().push((Op::Read, decision.path));
+                return Ok(());
+            }
+            "session" => Scope::Session,
+            "always" => Scope::Always,
+            other => return Err(format!("unknown scope {other:?}: once, session or always")),
+        };
+        self.store()?
+            .grant(
+                scope,
+                Grant::EnvRead {
+                    path: decision.path,
+                },
+                &self.session_id(),
+                "user: env file read prompt",
+            )
+            .map_err(|e| e.to_string())?;
+        self.reload();
+        Ok(())
+    }
+
+    /// The prompt that asks what a command grant covers (after session / always).
+    pub fn command_key_prompt(&self, command: &str) -> Prompt {
+        prompts::command_key(command, &approvals::prefix_choices(command))
+    }
+
+    /// The user allowed `command` to run unsandboxed for the session or for good, keyed as
+    /// they chose: `exact`, or `prefix:N` (its first N words, simple commands only).
+    pub fn grant_command(&mut self, command: &str, scope: &str, key: &str) -> Result<(), String> {
+        let scope = match scope {
+            "session" => Scope::Session,
+            "always" => Scope::Always,
+            other => return Err(format!("unknown scope {other:?}: session or always")),
+        };
+        let grant = match key.strip_prefix("prefix:") {
+            None if key == "exact" => Grant::Command {
+                command: command.to_string(),
+            },
+            Some(n) => {
+                let words = approvals::simple_argv(command).ok_or_else(|| {
+                    "only a simple command (no ; && | $(...), redirections or newlines) can be allowed by prefix".to_string()
+                })?;
+                let n: usize = n
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=words.len()).contains(n))
+                    .ok_or_else(|| format!("bad prefix length in {key:?}"))?;
+                Grant::CommandPrefix {
+                    argv: words[..n].to_vec(),
+                }
+            }
+            None => return Err(format!("unknown key {key:?}: exact or prefix:N")),
+        };
+        self.store()?
+            .grant(
+                scope,
+                grant,
+                &self.session_id(),
+                "user: unsandboxed bash prompt",
+            )
+            .map_err(|e| e.to_string())?;
+        self.reload();
+        Ok(())
+    }
+
+    /// The project file as loaded: what it would widen and whether that applies.
+    pub fn project_layer(&self) -> Option<&ProjectLayer> {
+        self.state.as_ref().ok()?.config.project.as_ref()
+    }
+
+    /// The trust prompt, when the project file widens the rules and its current content has
+    /// not been answered yet (`again`: or was declined).
+    pub fn trust_prompt(&self, again: bool) -> Option<Prompt> {
+        self.project_layer()
+            .filter(|p| p.needs_answer() || (again && p.trust == Trust::Declined))
+            .map(prompts::project_trust)
+    }
+
+    /// The user's answer about the project file's current content (`sha256`, as shown in the
+    /// prompt: a file changed since is not what they saw, and is not trusted by it).
+    pub fn answer_trust(&mut self, sha256: &str, trusted: bool) -> Result<(), String> {
+        let file = self.options.env.project_config();
+        let bytes = std::fs::read(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        if approvals::content_hash(&bytes) != sha256 {
+            return Err(format!(
+                "{} changed since you were asked; it will be shown again",
+                file.display()
+            ));
+        }
+        self.store()?
+            .grant(
+                Scope::Always,
+                Grant::ProjectTrust {
+                    file,
+                    sha256: sha256.to_string(),
+                    trusted,
+                },
+                &self.session_id(),
+                "user: project trust prompt",
+            )
+            .map_err(|e| e.to_string())?;
+        self.reload();
+        Ok(())
+    }
+
+    /// Why the approvals store could not be read (a corrupt file moved aside, a newer
+    /// version), if it could not.
+    pub fn approvals_notice(&self) -> Option<&str> {
+        self.granted.notice.as_deref()
+    }
+
     /// The effective mode: the session's choice, else the config's, else read-write.
     pub fn mode(&self) -> Mode {
         match (&self.mode_override, self.guard()) {
@@ -826,6 +1163,50 @@ impl Session {
             self.index_status()
         );
         let dropped = self.dropped_env();
+        if let Some(p) = self.project_layer() {
+            let _ = writeln!(out, "\nProject config {}: {}", p.file.display(), match (p.widenings.is_empty(), p.trust) {
+                (true, _) => "only tightens, applied in full",
+                (false, Trust::Trusted) => "trusted by you, applied in full",
+                (false, Trust::Declined) => "you declined to trust it: only its tightening rules apply (/sandbox trust to answer again)",
+                (false, Trust::Pending) => "NOT TRUSTED YET: only its tightening rules apply (/sandbox trust to review it)",
+            });
+            for w in &p.widenings {
+                let _ = writeln!(out, "  would {} ({})", w.what, w.key);
+            }
+        }
+        let store = match &self.store {
+            Ok(s) => s.path().display().to_string(),
+            Err(e) => format!("unusable: {e}"),
+        };
+        let _ = writeln!(
+            out,
+            "\nApprovals store {store}: {} grant(s) for this session",
+            self.granted.entries.len()
+        );
+        if let Some(notice) = &self.granted.notice {
+            let _ = writeln!(out, "  {notice}");
+        }
+        for e in &self.granted.entries {
+            let what = match &e.grant {
+                Grant::Command { command } => format!("run unsandboxed: {command:?}"),
+                Grant::CommandPrefix { argv } => {
+                    format!(
+                        "run unsandboxed: commands starting with {:?}",
+                        argv.join(" ")
+                    )
+                }
+                Grant::EnvRead { path } => format!("read {}", path.display()),
+                Grant::ProjectTrust { file, trusted, .. } => format!(
+                    "{} {}",
+                    if *trusted { "trust" } else { "do not trust" },
+                    file.display()
+                ),
+            };
+            let _ = writeln!(out, "  {what} — {}", granted_how(e));
+        }
+        for (dir, how) in &self.session_writes {
+            let _ = writeln!(out, "  write in {dir} — {how}");
+        }
         if let Ok(l) = &self.state {
             let _ = writeln!(
                 out,
@@ -871,6 +1252,19 @@ impl Session {
         }
         out
     }
+}
+
+/// Adds `dir` to `file`'s allowWrite (see `config_edit`); returns the new content's hash.
+fn add_allow_write(file: &Path, inherited: &[String], dir: &str) -> Result<String, String> {
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => Some(t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(format!("cannot read {}: {e}", file.display())),
+    };
+    let new = crate::config_edit::with_allow_write(file, text.as_deref(), inherited, dir)
+        .map_err(|e| e.to_string())?;
+    crate::config_edit::replace_file(file, &new).map_err(|e| e.to_string())?;
+    Ok(approvals::content_hash(new.as_bytes()))
 }
 
 /// The hooks directories (`core.hooksPath`) of the repositories the session works in: the
@@ -938,6 +1332,7 @@ mod tests {
         Session::load(Options {
             env,
             approval_mode: None,
+            session_id: None,
         })
     }
 

@@ -1142,7 +1142,7 @@ export function runOnce({ w, policy, queries, context }) {
       const guard = { read: s.check("read", q.guard), write: s.check("write", q.guard) };
       // A denied write to an existing file of the world is really made: only the audit can
       // tell whether it would have survived. (Elsewhere, opening it is the finding.)
-      const confirm = plan.write === "append" && plan.inWorld && guard.write.verdict === "deny";
+      const confirm = plan.write === "append" && plan.inWorld && guard.write.verdict !== "allow";
       if (confirm) {
         const real = fs.realpathSync.native(q.probe, { encoding: "buffer" });
         backups.set(real.toString("latin1"), fs.readFileSync(real));
@@ -1180,7 +1180,7 @@ export function runOnce({ w, policy, queries, context }) {
   });
   // Judged before the world is put back: the model looks at the disk the write landed on.
   const surface = writes.map((wr, i) =>
-    survived[i] && items[i].guard.write.verdict !== "deny" && wr.real ? onControlSurface(w, decoded(wr.real).toString("latin1")) : null,
+    survived[i] && items[i].guard.write.verdict === "allow" && wr.real ? onControlSurface(w, decoded(wr.real).toString("latin1")) : null,
   );
   // A `commondir` makes its directory a git dir for the audit: what else this run wrote below
   // one is judged differently than alone. Findings say so, and group apart.
@@ -1236,16 +1236,18 @@ export function runOnce({ w, policy, queries, context }) {
         ? `write failed: ${wr.err}`
         : `${wr.created ? "created" : "opened for writing"}${it.confirm ? " and wrote" : ""}${survived[i] ? "; survived the audit" : "; undone by the audit"}` +
           (gitDir ? `, as the same command created ${gitDir}/commondir` : "");
+      // A write the guard would ask about ("prompt": outside allowWrite) is refused until the
+      // user grants it, and bash has no grant here: both must refuse it.
       const g = it.guard.write;
-      if (g.verdict === "deny" && survived[i]) {
+      if (g.verdict !== "allow" && survived[i]) {
         // git rewrites a worktree's back-link itself and nothing runs from it: the audit
         // accepts it by design (protected::TABLE, OnChange::Accept), the guard keeps the
         // agent from writing it.
         if (GIT_BACK_LINK.test(g.rule)) whitelisted.gitBackLink = (whitelisted.gitBackLink ?? 0) + 1;
         else report("HOLE", "write", bash);
-      } else if (g.verdict !== "deny" && !(acted && survived[i])) {
+      } else if (g.verdict === "allow" && !(acted && survived[i])) {
         report("DRIFT", "write", bash);
-      } else if (acted && g.verdict !== "deny") {
+      } else if (acted && g.verdict === "allow") {
         if (surface[i]) report("MISSED", "write", `${bash}; on pi's control surface: ${surface[i]}`);
         else checkPath("write", decoded(wr.real), bash);
       }
