@@ -335,3 +335,32 @@ test("escape attempts: the agent cannot write the approvals store, either config
   const after = await runPi({ world: w, env: { PI_SANDBOX_SYSTEM_DIRS: empty }, script: [[call("bash", { command: "curl --version" })]] });
   assert.match(byId(after.results).call_0_0, /without a UI/);
 });
+
+test("bash hides env files until the user allows reading them; a grant for the read tool opens them to bash too", async (t) => {
+  const w = makeWorld("envbash");
+  t.after(w.cleanup);
+  writeFileSync(path.join(w.project, ".env"), "API_TOKEN=ENV-SECRET-77\n");
+  mkdirSync(path.join(w.project, "svc"));
+  writeFileSync(path.join(w.project, "svc", ".env.local"), "DB=ENV-SECRET-88\n");
+  const cat = call("bash", { command: "cat .env svc/.env.local; echo rc=$?" });
+  const r = await runPiRpc({
+    world: w,
+    script: [[cat], [call("read", { path: ".env" })], [cat]],
+    answer: picking(/for this session/),
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const res = byId(r.results);
+  assert.doesNotMatch(res.call_0_0, /ENV-SECRET/, "hidden before any grant");
+  assert.match(res.call_1_0, /ENV-SECRET-77/);
+  assert.match(res.call_2_0, /ENV-SECRET-77/, "the grant opens it to bash");
+  assert.doesNotMatch(res.call_2_0, /ENV-SECRET-88/, "only the file granted");
+
+  // Print mode: deny hides them, always shows them.
+  const deny = await runPi({ world: w, env: { PI_SANDBOX_APPROVAL_MODE: "deny" }, script: [[cat]] });
+  assert.doesNotMatch(byId(deny.results).call_0_0, /ENV-SECRET/);
+  const always = await runPi({ world: w, env: { PI_SANDBOX_APPROVAL_MODE: "always" }, script: [[cat]] });
+  assert.match(byId(always.results).call_0_0, /ENV-SECRET-77[\s\S]*ENV-SECRET-88/);
+  // And in read-only mode the project's env files stay hidden (ask, no grant in this pi).
+  const ro = await runPi({ world: w, args: ["--sandbox-mode", "ro"], script: [[cat]] });
+  assert.doesNotMatch(byId(ro.results).call_0_0, /ENV-SECRET-88/);
+});

@@ -386,7 +386,11 @@ fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
     // Content before the command, to put back: only for files compared by content (not the
     // marker of a protected link's missing target, which is no content).
     let restore = before.filter(|b| !b.is_empty() && *b != LINK_TARGET_MISSING);
-    let hit = match &found.why {
+    let why = match &found.why {
+        Protection::EnvFile { also: Some(also) } => also.as_ref(),
+        why => why,
+    };
+    let hit = match why {
         Protection::Surface(hit) => hit,
         // The file tools may not create it, so neither may a command: mounts can keep only
         // existing files read-only, so a new one is moved aside (kept, never deleted).
@@ -419,7 +423,10 @@ fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
             ));
         }
         // Kept read-only while they are second names; judged through the protected name.
-        Protection::LinkTarget { .. } | Protection::HardLink { .. } => return None,
+        // Hidden, not protected from the command: one it wrote itself is its own.
+        Protection::LinkTarget { .. } | Protection::HardLink { .. } | Protection::EnvFile { .. } => {
+            return None
+        }
     };
     let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
     let what = hit.entry.why;

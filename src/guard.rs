@@ -57,6 +57,9 @@ impl Verdict {
     }
 }
 
+/// The rule that asks before an env file is read (and hides it in bash meanwhile).
+pub const ENV_FILE_RULE: &str = "sensitive env file (.env, .env.*)";
+
 /// `PI_SANDBOX_APPROVAL_MODE`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ApprovalMode {
@@ -571,7 +574,8 @@ impl Guard {
                 ),
             );
         }
-        let env_file = is_env_file(path);
+        // A directory named `.env.d` holds files; it is not one.
+        let env_file = is_env_file(path) && !std::fs::metadata(path).is_ok_and(|m| m.is_dir());
         steps.push(|| Step {
             rule: format!(
                 "sensitive env file (approval mode {})",
@@ -591,7 +595,7 @@ impl Guard {
             }
         }
         if env_file {
-            let rule = "sensitive env file (.env, .env.*)".to_string();
+            let rule = ENV_FILE_RULE.to_string();
             let source = format!("PI_SANDBOX_APPROVAL_MODE={}", self.approval.as_str());
             return match self.approval {
                 ApprovalMode::Always => make(
@@ -731,6 +735,39 @@ impl Guard {
                 .unwrap_or_else(|| "all layers".into()),
             matched: allow.is_some(),
         });
+        // An existing env file the user has not allowed reading is hidden in bash; the tools
+        // may not overwrite it blind either: the same question as a read.
+        let hidden_env = allow.is_some()
+            && self.masks_env_file(path)
+            && std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file());
+        if allow.is_some() {
+            steps.push(|| Step {
+                rule: format!("{ENV_FILE_RULE}, existing"),
+                source: format!("PI_SANDBOX_APPROVAL_MODE={}", self.approval.as_str()),
+                matched: hidden_env,
+            });
+        }
+        if hidden_env {
+            let source = format!("PI_SANDBOX_APPROVAL_MODE={}", self.approval.as_str());
+            return match self.approval {
+                ApprovalMode::Deny => make(
+                    Verdict::Deny,
+                    ENV_FILE_RULE.into(),
+                    source,
+                    format!(
+                        "Blocked write to {shown}: it is an env file, which usually holds secrets, and PI_SANDBOX_APPROVAL_MODE=deny keeps env files away from the agent. Unset it (or set ask) to be asked instead."
+                    ),
+                ),
+                _ => make(
+                    Verdict::Prompt,
+                    ENV_FILE_RULE.into(),
+                    source,
+                    format!(
+                        "Blocked write to {shown}: it is an env file, which usually holds secrets; changing it needs the user's approval, and there is no UI to ask in. Set PI_SANDBOX_APPROVAL_MODE=always to allow it."
+                    ),
+                ),
+            };
+        }
         if let Some(dir) = allow {
             return make(
                 Verdict::Allow,
@@ -904,6 +941,24 @@ impl Guard {
     }
 
     /// Whether checks apply at all (enabled and not yolo).
+    /// Whether bash hides `canonical`, a regular file: an env file the user has not allowed
+    /// reading. The read tool asks about it; bash cannot ask per file, so until the user
+    /// allows it (approval mode ask) or for good (deny), `cat .env` must not undo a No.
+    pub fn masks_env_file(&self, canonical: &Path) -> bool {
+        self.hides_env_files()
+            && is_env_file(canonical)
+            && match self.approval {
+                ApprovalMode::Always => false,
+                ApprovalMode::Deny => true,
+                ApprovalMode::Ask => !self.env_read_grants.iter().any(|(p, _)| p == canonical),
+            }
+    }
+
+    /// Whether bash hides env files at all (approval mode ask or deny).
+    pub fn hides_env_files(&self) -> bool {
+        self.active() && self.approval != ApprovalMode::Always
+    }
+
     pub fn active(&self) -> bool {
         self.enabled.value && self.mode.value != Mode::Yolo
     }
@@ -976,6 +1031,10 @@ pub enum Protection {
     LinkTarget { link: PathBuf, of: Box<Protection> },
     /// Another name (hard link) of the protected file `of`.
     HardLink { of: PathBuf },
+    /// An env file the user has not allowed reading (approval mode ask or deny): hidden in
+    /// bash like a denyRead file, since bash cannot ask per file. `also`: what protects it
+    /// besides (a denyWrite match), which the audit applies to one a command creates.
+    EnvFile { also: Option<Box<Protection>> },
 }
 
 impl Protection {
@@ -988,6 +1047,7 @@ impl Protection {
                 format!("target of protected link {}", link.display())
             }
             Protection::HardLink { of } => format!("hard link to protected {}", of.display()),
+            Protection::EnvFile { .. } => ENV_FILE_RULE.to_string(),
         }
     }
 }

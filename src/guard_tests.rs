@@ -485,7 +485,48 @@ fn explain_lists_each_rule_consulted() {
     );
     assert!(steps.last().unwrap().matched);
     let (_, steps) = g.explain(Op::Write, &w.p("proj/src/a.ts"));
-    assert_eq!(steps.last().unwrap().rule, "allowWrite");
+    let names: Vec<&str> = steps.iter().map(|s| s.rule.as_str()).collect();
+    assert_eq!(
+        names[names.len() - 2..],
+        ["allowWrite", "sensitive env file (.env, .env.*), existing"]
+    );
+}
+
+#[test]
+fn env_files_are_hidden_in_bash_until_the_user_allows_reading_them() {
+    let w = World::new();
+    std::fs::write(w.p("proj/.env.local"), "K=V").unwrap();
+    // Not in denyWrite here, so only the env rule speaks.
+    let cfg = r#"{"filesystem":{"denyWrite":["*.pem"]}}"#;
+    let env = w.p("proj/.env.local");
+    let ask = w.guard_with(cfg, ApprovalMode::Ask);
+    assert!(ask.masks_env_file(&env));
+    assert!(!ask.masks_env_file(&w.p("proj/env.txt")));
+    // Overwriting it blind asks the same question as reading it; a new one may be written.
+    let d = ask.check(Op::Write, &env);
+    assert_eq!(
+        (d.verdict, d.rule.as_str()),
+        (Verdict::Prompt, ENV_FILE_RULE)
+    );
+    assert_eq!(
+        verdict(&ask, Op::Write, &w.p("proj/.env.new")),
+        Verdict::Allow
+    );
+    // A grant opens it to both layers.
+    let mut granted = w.guard_with(cfg, ApprovalMode::Ask);
+    granted.set_env_read_grants(vec![(env.clone(), "allowed by the user".into())]);
+    assert!(!granted.masks_env_file(&env));
+    assert_eq!(verdict(&granted, Op::Read, &env), Verdict::Allow);
+    assert_eq!(verdict(&granted, Op::Write, &env), Verdict::Allow);
+    // deny: hidden whatever was granted before; always: never hidden.
+    let mut deny = w.guard_with(cfg, ApprovalMode::Deny);
+    deny.set_env_read_grants(vec![(env.clone(), "allowed by the user".into())]);
+    assert!(deny.masks_env_file(&env));
+    assert_eq!(verdict(&deny, Op::Read, &env), Verdict::Deny);
+    assert_eq!(verdict(&deny, Op::Write, &env), Verdict::Deny);
+    let always = w.guard_with(cfg, ApprovalMode::Always);
+    assert!(!always.masks_env_file(&env));
+    assert_eq!(verdict(&always, Op::Write, &env), Verdict::Allow);
 }
 
 #[test]

@@ -218,7 +218,7 @@ impl Index {
     /// What the scan would find now, for `guard` (waits while the index is being built).
     pub fn scan(&self, guard: &Guard) -> Scan {
         let mut state = self.built();
-        let roots = mounts::scan_roots(&mounts::writable_roots(guard));
+        let roots = mounts::scanned_roots(guard);
         let answer = |state: &mut State| match state {
             State::Ready(tree) => Some(tree.query(&roots)),
             _ => None,
@@ -327,7 +327,7 @@ impl Tree {
 impl Tree {
     fn build(guard: Guard) -> Result<Tree, String> {
         let watcher = Watcher::init().map_err(|e| format!("inotify is unavailable: {e}"))?;
-        let roots = mounts::scan_roots(&mounts::writable_roots(&guard));
+        let roots = mounts::scanned_roots(&guard);
         let mut git = GitDirCache::default();
         let mut tree = Tree {
             lost: None,
@@ -944,7 +944,7 @@ mod tests_support {
                 }
             }
         });
-        let roots = mounts::scan_roots(&mounts::writable_roots(&w.guard));
+        let roots = mounts::scanned_roots(&w.guard);
         let full = mounts::scan_protected(&w.guard, &roots);
         assert_eq!(
             comparable(&index.scan(&w.guard)),

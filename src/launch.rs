@@ -230,7 +230,7 @@ fn nul_separated(args: &[OsString]) -> Vec<u8> {
 /// What the guard keeps read-only in bash's writable trees, found now (the mount plan binds
 /// it; the audit after a command compares against it).
 pub fn scan(guard: &Guard) -> Scan {
-    mounts::scan_protected(guard, &mounts::writable_roots(guard))
+    mounts::scan_protected(guard, &mounts::scanned_roots(guard))
 }
 
 /// The mount plan for `guard` as the disk is now; `scan` comes from `scan`.

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::guard::{Decision, Op};
+use crate::guard::{Decision, Op, ENV_FILE_RULE};
 use crate::trust::ProjectLayer;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,9 +174,11 @@ fn shown_command(command: &str) -> String {
 
 /// The prompt for a guard decision that asks (`Verdict::Prompt`), by its operation.
 pub fn for_decision(decision: &Decision, project_file: &Path, global_file: &Path) -> Prompt {
-    match decision.op {
-        Op::Write => write_outside(decision, project_file, global_file),
-        Op::Read => env_read(decision),
+    if decision.op == Op::Write && decision.rule != ENV_FILE_RULE {
+        write_outside(decision, project_file, global_file)
+    } else {
+        // Reading an env file, or overwriting one the agent may not read yet.
+        env_read(decision)
     }
 }
 

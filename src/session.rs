@@ -1010,8 +1010,11 @@ impl Session {
     pub fn grant_env_read(&mut self, path: &Path, scope: &str) -> Result<(), String> {
         let decision = self.askable(Op::Read, path)?;
         let scope = match scope {
+            // For the tool call being run: an edit reads and writes it.
             "once" => {
-                self.once.borrow_mut().push((Op::Read, decision.path));
+                let mut once = self.once.borrow_mut();
+                once.push((Op::Read, decision.path.clone()));
+                once.push((Op::Write, decision.path));
                 return Ok(());
             }
             "session" => Scope::Session,

@@ -73,6 +73,16 @@ pub fn writable_roots(guard: &Guard) -> Vec<PathBuf> {
     if guard.mode().value == Mode::ReadOnly {
         return vec![];
     }
+    allow_write_roots(guard)
+}
+
+/// The trees the scan and the index walk: the writable ones, whatever the mode (in read-only
+/// mode they still hold the env files bash must hide; their other findings mount nothing).
+pub fn scanned_roots(guard: &Guard) -> Vec<PathBuf> {
+    scan_roots(&allow_write_roots(guard))
+}
+
+fn allow_write_roots(guard: &Guard) -> Vec<PathBuf> {
     let mut cache = GitDirCache::default();
     let mut is_git_dir = |p: &Path| guard.is_git_dir_for_writes(p, &mut cache);
     guard
@@ -112,6 +122,7 @@ pub fn plan(guard: &Guard, facts: &Facts, network: Network, script: Option<&Path
         .scan
         .protected
         .iter()
+        .filter(|f| !matches!(f.why, Protection::EnvFile { .. }))
         .map(|f| f.path.clone())
         .collect();
     read_only.extend(
@@ -227,6 +238,20 @@ pub fn plan(guard: &Guard, facts: &Facts, network: Network, script: Option<&Path
             FileKind::Link | FileKind::Missing => {}
         }
     }
+    // Env files the user has not allowed reading, wherever the scan found them.
+    masks.extend(
+        facts
+            .scan
+            .protected
+            .iter()
+            .filter(|f| {
+                matches!(f.why, Protection::EnvFile { .. }) && kind(&f.path) == FileKind::File
+            })
+            .map(|f| Mount {
+                path: f.path.clone(),
+                kind: MountKind::MaskFile,
+            }),
+    );
     // A mask inside a masked directory is hidden already (and bwrap could not create its
     // mount point in the read-only tmpfs).
     let masked_dirs: Vec<PathBuf> = masks
@@ -402,7 +427,17 @@ pub(crate) fn judge(
 ) -> Judged {
     let git_dir = file_type.is_dir() && git.is_git_dir(path);
     let mut is_git_dir = |p: &Path| guard.is_git_dir_for_writes(p, git);
-    let Some(why) = guard.write_protection(path, &mut is_git_dir) else {
+    let protection = guard.write_protection(path, &mut is_git_dir);
+    if file_type.is_file() && guard.masks_env_file(path) {
+        return Judged {
+            git_dir,
+            protection: Some(Protection::EnvFile {
+                also: protection.map(Box::new),
+            }),
+            walk: Walk::Descend,
+        };
+    }
+    let Some(why) = protection else {
         return Judged {
             git_dir,
             protection: None,
@@ -831,12 +866,14 @@ mod tests {
             .collect();
         rel.sort();
         // no depth limit, node_modules walked (its .env is exempt from denyWrite there, as
-        // in the guard), a nested repository's hooks found through the table
+        // in the guard, but hidden like every env file the user has not allowed reading), a
+        // nested repository's hooks found through the table
         assert_eq!(
             rel,
             [
                 "proj/.env",
                 "proj/a/b/key.pem",
+                "proj/node_modules/x/.env",
                 "proj/sub/.pi",
                 "proj/vendor/.git/hooks"
             ]
