@@ -342,7 +342,10 @@ test("bash hides env files until the user allows reading them; a grant for the r
   writeFileSync(path.join(w.project, ".env"), "API_TOKEN=ENV-SECRET-77\n");
   mkdirSync(path.join(w.project, "svc"));
   writeFileSync(path.join(w.project, "svc", ".env.local"), "DB=ENV-SECRET-88\n");
-  const cat = call("bash", { command: "cat .env svc/.env.local; echo rc=$?" });
+  // Outside the indexed trees, where a command looks next: the home and the parent directory.
+  writeFileSync(path.join(w.home, ".env"), "HOME_KEY=ENV-SECRET-99\n");
+  writeFileSync(path.join(w.root, ".env.shared"), "ROOT_KEY=ENV-SECRET-66\n");
+  const cat = call("bash", { command: "cat .env svc/.env.local ~/.env ../.env.shared; echo rc=$?" });
   const r = await runPiRpc({
     world: w,
     script: [[cat], [call("read", { path: ".env" })], [cat]],
@@ -353,13 +356,13 @@ test("bash hides env files until the user allows reading them; a grant for the r
   assert.doesNotMatch(res.call_0_0, /ENV-SECRET/, "hidden before any grant");
   assert.match(res.call_1_0, /ENV-SECRET-77/);
   assert.match(res.call_2_0, /ENV-SECRET-77/, "the grant opens it to bash");
-  assert.doesNotMatch(res.call_2_0, /ENV-SECRET-88/, "only the file granted");
+  assert.doesNotMatch(res.call_2_0, /ENV-SECRET-(88|99|66)/, "only the file granted");
 
   // Print mode: deny hides them, always shows them.
   const deny = await runPi({ world: w, env: { PI_SANDBOX_APPROVAL_MODE: "deny" }, script: [[cat]] });
   assert.doesNotMatch(byId(deny.results).call_0_0, /ENV-SECRET/);
   const always = await runPi({ world: w, env: { PI_SANDBOX_APPROVAL_MODE: "always" }, script: [[cat]] });
-  assert.match(byId(always.results).call_0_0, /ENV-SECRET-77[\s\S]*ENV-SECRET-88/);
+  assert.match(byId(always.results).call_0_0, /ENV-SECRET-77[\s\S]*ENV-SECRET-88[\s\S]*ENV-SECRET-99[\s\S]*ENV-SECRET-66/);
   // And in read-only mode the project's env files stay hidden (ask, no grant in this pi).
   const ro = await runPi({ world: w, args: ["--sandbox-mode", "ro"], script: [[cat]] });
   assert.doesNotMatch(byId(ro.results).call_0_0, /ENV-SECRET-88/);

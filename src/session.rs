@@ -727,7 +727,8 @@ impl Session {
             return Prepared::Denied(blocked_reason(&blocking));
         }
         // The baseline of the audit after the command, whichever OS layer runs it.
-        let scan = self.scan(guard);
+        let mut scan = self.scan(guard);
+        scan.hidden_env_files = crate::platform::mounts::env_files_around(guard);
         auditor.baseline(&scan);
         self.remember(&scan);
         let tmp = std::env::temp_dir();

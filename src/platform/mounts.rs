@@ -239,16 +239,18 @@ pub fn plan(guard: &Guard, facts: &Facts, network: Network, script: Option<&Path
         }
     }
     // Env files the user has not allowed reading, wherever the scan found them.
+    let env_files = facts
+        .scan
+        .protected
+        .iter()
+        .filter(|f| matches!(f.why, Protection::EnvFile { .. }))
+        .map(|f| &f.path)
+        .chain(&facts.scan.hidden_env_files);
     masks.extend(
-        facts
-            .scan
-            .protected
-            .iter()
-            .filter(|f| {
-                matches!(f.why, Protection::EnvFile { .. }) && kind(&f.path) == FileKind::File
-            })
-            .map(|f| Mount {
-                path: f.path.clone(),
+        env_files
+            .filter(|p| kind(p) == FileKind::File)
+            .map(|p| Mount {
+                path: p.clone(),
                 kind: MountKind::MaskFile,
             }),
     );
@@ -287,6 +289,40 @@ pub fn plan(guard: &Guard, facts: &Facts, network: Network, script: Option<&Path
     }
 }
 
+/// The env files bash hides besides the indexed trees' (`Scan::hidden_env_files`): those in
+/// the session directory and each of its ancestors, and in the home directory, outside the
+/// trees the index covers. One directory listing each: a monorepo's root `.env` or `~/.env`
+/// is where a command would look next.
+pub fn env_files_around(guard: &Guard) -> Vec<PathBuf> {
+    if !guard.hides_env_files() {
+        return vec![];
+    }
+    let env = guard.env();
+    let indexed = scanned_roots(guard);
+    let mut dirs: Vec<&Path> = env.cwd.ancestors().collect();
+    dirs.push(&env.home);
+    dirs.dedup();
+    let mut found = Vec::new();
+    for dir in dirs {
+        if indexed.iter().any(|r| dir.starts_with(r)) {
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if entry.file_type().is_ok_and(|t| t.is_file())
+                && guard.masks_env_file(&path)
+                && !found.contains(&path)
+            {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
 /// The kind of `p` on disk, not following a final symlink (rule paths are canonical).
 pub fn kind_on_disk(p: &Path) -> FileKind {
     match std::fs::symlink_metadata(p) {
@@ -320,6 +356,10 @@ pub struct Scan {
     /// that are symlinks, and hard links to protected files. The path guard needs them: its
     /// rules name the protected paths, not these.
     pub second_names: Vec<Found>,
+    /// Env files bash hides outside the indexed trees: in the session directory's ancestors
+    /// (a monorepo's root `.env`) and the home directory. Listed at each command
+    /// (`env_files_around`), not by the index or the full scan.
+    pub hidden_env_files: Vec<PathBuf>,
 }
 
 impl Scan {
@@ -832,6 +872,54 @@ mod tests {
         let g = guard(r#"{"mode":"read-only"}"#, &env);
         let p = plan_on(&g, &[(env.cwd.clone(), FileKind::Dir)], vec![]);
         assert_eq!(show(&p), ["ReadOnly /tmp/pi-test-below-tmp-proj"]);
+    }
+
+    #[test]
+    fn env_files_around_the_indexed_trees_are_hidden_too() {
+        let t = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        let env = Env::under(&root);
+        for d in ["proj/sub", "home/.env.d"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        for f in [
+            ".env",
+            "home/.env.prod",
+            "home/notes.txt",
+            "proj/.env",
+            "proj/sub/.env",
+        ] {
+            std::fs::write(root.join(f), b"K=V").unwrap();
+        }
+        std::os::unix::fs::symlink(root.join("home/notes.txt"), root.join("home/.env.link"))
+            .unwrap();
+        let g = guard("{}", &env);
+        let mut found = env_files_around(&g);
+        found.sort();
+        // The project's own are the index's; a directory or a link named like one is not.
+        assert_eq!(found, [root.join(".env"), root.join("home/.env.prod")]);
+        // They are masked like the indexed ones.
+        let scan = Scan {
+            hidden_env_files: found.clone(),
+            ..Scan::default()
+        };
+        let facts = Facts {
+            kind_of: &kind_on_disk,
+            scan: &scan,
+        };
+        let plan = plan(&g, &facts, Network::Off, None);
+        for f in &found {
+            assert!(
+                plan.mounts
+                    .iter()
+                    .any(|m| &m.path == f && m.kind == MountKind::MaskFile),
+                "{f:?} not masked"
+            );
+        }
+        // approval mode always: nothing to hide.
+        let cfg = merge(crate::config::Config::defaults_for(&env), &[]).unwrap();
+        let always = Guard::new(&cfg, &env, ApprovalMode::Always).unwrap();
+        assert!(env_files_around(&always).is_empty());
     }
 
     #[test]
