@@ -168,10 +168,10 @@ export declare class Sandbox {
    */
   grantWrite(path: string, scope: string): string
   /**
-   * The user allowed reading the env file `path`: once (this tool call), session or
-   * always.
+   * The user allowed the env file `path` (the envRead / envWrite prompt): once (this tool
+   * call; `write`: a change too), session or always.
    */
-  grantEnvRead(path: string, scope: string): void
+  grantEnvFile(path: string, scope: string, write?: boolean | undefined | null): void
   /**
    * After "allow for this session / always" for an unsandboxed command: which commands
    * the grant should cover.

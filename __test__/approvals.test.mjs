@@ -207,7 +207,7 @@ for (const [choice, pick] of [
   ["deny", /^Deny/],
   ["once", /once/],
   ["session", /for this session/],
-  ["always", /^Always allow reading/],
+  ["always", /^Always allow this file/],
 ]) {
   test(`reading .env asks; "${choice}"`, async (t) => {
     const w = makeWorld(`env${choice}`);

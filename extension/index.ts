@@ -224,7 +224,7 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		if (!answer || answer === "abort") return prompt.declined;
 		try {
 			if (prompt.kind === "write") ctx.ui.notify(`pi-sandbox-rs: ${s.grantWrite(decision.path, answer)}`, "info");
-			else s.grantEnvRead(decision.path, answer);
+			else s.grantEnvFile(decision.path, answer, prompt.kind === "envWrite");
 		} catch (e) {
 			ctx.ui.notify(`pi-sandbox-rs: ${(e as Error).message}`, "error");
 			return `Blocked: the user allowed it, but the grant could not be recorded: ${(e as Error).message}`;

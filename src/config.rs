@@ -692,7 +692,15 @@ pub fn load(env: &Env, trust_of: &dyn Fn(&Path, &str) -> Trust) -> Result<Config
     let wanted = merge(base.clone(), &[(project.clone(), Some(text.clone()))])?;
     let resolve = |raw: &str| crate::paths::resolve(raw, &env.home, &env.cwd).ok();
     let (restricted, widenings) = crate::trust::restrict(&base, &wanted, &project, &resolve);
-    let sha256 = crate::approvals::content_hash(text.as_bytes());
+    // The key a trust answer is stored under: the content, and what its widening entries
+    // resolve to now. A symlink swapped in under a listed directory later changes what the
+    // same bytes mean, and so asks again.
+    let mut meaning = text.clone();
+    for w in &widenings {
+        meaning.push('\0');
+        meaning.push_str(&w.what);
+    }
+    let sha256 = crate::approvals::content_hash(meaning.as_bytes());
     let trust = if widenings.is_empty() {
         Trust::Trusted
     } else {
@@ -917,7 +925,9 @@ mod tests {
         let (_t, env) = temp_env();
         let text = r#"{"enabled":false,"mode":"read-only"}"#;
         std::fs::write(env.project_config(), text).unwrap();
-        let hash = crate::approvals::content_hash(text.as_bytes());
+        let hash = crate::approvals::content_hash(
+            format!("{text}\0turn the sandbox off (enabled: false)").as_bytes(),
+        );
         let seen = std::cell::RefCell::new(vec![]);
         let trusted_hash = std::cell::RefCell::new(String::from("other"));
         let trust_of = |f: &Path, sha: &str| {
@@ -941,5 +951,46 @@ mod tests {
         *trusted_hash.borrow_mut() = hash;
         let trusted = load(&env, &trust_of).unwrap();
         assert!(!trusted.enabled.value, "trusted: applied in full");
+    }
+
+    #[test]
+    fn a_link_swapped_in_after_trust_is_a_new_question() {
+        let (t, env) = temp_env();
+        let outside = t.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::create_dir_all(env.cwd.join("build")).unwrap();
+        std::fs::create_dir_all(&env.home).unwrap();
+        // `./build` widens nothing while it is a directory of the project; `outside` does.
+        let text = format!(
+            r#"{{"filesystem":{{"allowWrite":[".","/tmp","./build","{}"]}}}}"#,
+            outside.display()
+        );
+        std::fs::write(env.project_config(), &text).unwrap();
+        let pending = |_: &Path, _: &str| Trust::Pending;
+        let first = load(&env, &pending).unwrap().project.unwrap();
+        assert_eq!(first.widenings.len(), 1, "{:?}", first.widenings);
+        let trusted = first.sha256.clone();
+        let trust_of = |_: &Path, sha: &str| {
+            if sha == trusted {
+                Trust::Trusted
+            } else {
+                Trust::Pending
+            }
+        };
+        assert_eq!(
+            load(&env, &trust_of).unwrap().project.unwrap().trust,
+            Trust::Trusted
+        );
+        // The same bytes, but `build` now leads to the home directory.
+        std::fs::remove_dir(env.cwd.join("build")).unwrap();
+        std::os::unix::fs::symlink(&env.home, env.cwd.join("build")).unwrap();
+        let after = load(&env, &trust_of).unwrap();
+        let p = after.project.as_ref().unwrap();
+        assert_eq!(p.trust, Trust::Pending, "{:?}", p.widenings);
+        assert!(p
+            .widenings
+            .iter()
+            .any(|w| w.what.contains(&*env.home.to_string_lossy())));
+        assert!(!after.allow_write.value.contains(&"./build".to_string()));
     }
 }

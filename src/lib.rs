@@ -1023,14 +1023,19 @@ impl Sandbox {
             .map_err(|e| js_error("E_GRANT", e))
     }
 
-    /// The user allowed reading the env file `path`: once (this tool call), session or
-    /// always.
+    /// The user allowed the env file `path` (the envRead / envWrite prompt): once (this tool
+    /// call; `write`: a change too), session or always.
     #[napi(catch_unwind)]
-    pub fn grant_env_read(&mut self, path: String, scope: String) -> napi::Result<(), String> {
+    pub fn grant_env_file(
+        &mut self,
+        path: String,
+        scope: String,
+        write: Option<bool>,
+    ) -> napi::Result<(), String> {
         let mut session = self.commands.session();
         let p = session_path(&session, &path)?;
         session
-            .grant_env_read(&p, &scope)
+            .grant_env_file(&p, &scope, write.unwrap_or(false))
             .map_err(|e| js_error("E_GRANT", e))
     }
 

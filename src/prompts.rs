@@ -41,10 +41,32 @@ pub fn write_grant_dir(path: &Path) -> &Path {
     path.parent().unwrap_or(path)
 }
 
-/// A write or edit outside allowWrite (the guard's `prompt` for a write).
-pub fn write_outside(decision: &Decision, project_file: &Path, global_file: &Path) -> Prompt {
-    let path = decision.path.display();
-    let dir = write_grant_dir(&decision.path).display();
+/// A write or edit outside allowWrite (the guard's `prompt` for a write). `broad`: the
+/// directory a grant would open holds the home directory or the session's (`/`, `~`, an
+/// ancestor): only Abort is offered, a grant that wide is for the config file.
+pub fn write_outside(
+    decision: &Decision,
+    project_file: &Path,
+    global_file: &Path,
+    broad: bool,
+) -> Prompt {
+    let path = shown_path(&decision.path);
+    let dir = shown_path(write_grant_dir(&decision.path));
+    let declined = format!(
+        "Blocked write to {path}: the user was asked and declined to allow writes in {dir}. Do not try to write there another way; continue within the writable directories or ask the user."
+    );
+    if broad {
+        return Prompt {
+            kind: "write",
+            title: format!(
+                "Sandbox: the agent wants to write {path}, outside every writable directory ({} from {}).\n\nAllowing it would make {dir} writable, which holds your home or this project's parents: too wide to grant from here. If it is really wanted, add a narrower directory to filesystem.allowWrite yourself.",
+                decision.rule, decision.source
+            ),
+            choices: vec![choice("abort", "Abort (keep it blocked)")],
+            declined,
+            no_ui: decision.reason.clone(),
+        };
+    }
     Prompt {
         kind: "write",
         title: format!(
@@ -56,36 +78,55 @@ pub fn write_outside(decision: &Decision, project_file: &Path, global_file: &Pat
             choice("session", format!("Allow writes in {dir} for this session")),
             choice(
                 "project",
-                format!("Allow for this project (saved in {})", project_file.display()),
+                format!(
+                    "Allow writes in {dir} for this project (saved in {})",
+                    shown_path(project_file)
+                ),
             ),
             choice(
                 "global",
-                format!("Allow for all projects (saved in {})", global_file.display()),
+                format!(
+                    "Allow writes in {dir} for all projects (saved in {})",
+                    shown_path(global_file)
+                ),
             ),
         ],
-        declined: format!(
-            "Blocked write to {path}: the user was asked and declined to allow writes in {dir}. Do not try to write there another way; continue within the writable directories or ask the user."
-        ),
+        declined,
         no_ui: decision.reason.clone(),
     }
 }
 
-/// A read of a sensitive env file in approval mode `ask`.
-pub fn env_read(decision: &Decision) -> Prompt {
-    let path = decision.path.display();
+/// A read of a sensitive env file in approval mode `ask`, or (`decision.op` write) an
+/// overwrite of one the agent may not read yet.
+pub fn env_file(decision: &Decision) -> Prompt {
+    let path = shown_path(&decision.path);
+    let (kind, question, once, declined) = match decision.op {
+        Op::Read => (
+            "envRead",
+            format!("Sandbox: allow the agent to read {path}?"),
+            "Allow this read once",
+            "read it",
+        ),
+        Op::Write => (
+            "envWrite",
+            format!("Sandbox: allow the agent to change {path} (and to read it)?"),
+            "Allow this change once",
+            "change it",
+        ),
+    };
     Prompt {
-        kind: "envRead",
+        kind,
         title: format!(
-            "Sandbox: allow the agent to read {path}?\n\nEnv files usually hold secrets (API keys, passwords); the model would see its content. Until you allow it, the file is also hidden inside sandboxed bash.",
+            "{question}\n\nEnv files usually hold secrets (API keys, passwords); the model would see the content. Until you allow it, the file is also hidden inside sandboxed bash.",
         ),
         choices: vec![
             choice("abort", "Deny"),
-            choice("once", "Allow this read once"),
+            choice("once", once),
             choice("session", "Allow for this session"),
-            choice("always", "Always allow reading this file"),
+            choice("always", "Always allow this file"),
         ],
         declined: format!(
-            "Blocked read of {path}: it is an env file and the user declined to let you read it. Do not try to read it another way; ask the user for the values you need."
+            "Blocked: {path} is an env file and the user declined to let you {declined}. Do not try another way; ask the user for the values you need."
         ),
         no_ui: decision.reason.clone(),
     }
@@ -97,7 +138,7 @@ pub fn unsandboxed_command(command: &str, why_no_sandbox: &str) -> Prompt {
         kind: "command",
         title: format!(
             "Sandbox: no OS sandbox works here, so this command would run with all your rights:\n\n  {}\n\n{why_no_sandbox}",
-            shown_command(command)
+            shown(command)
         ),
         choices: vec![
             choice("abort", "Deny"),
@@ -116,10 +157,7 @@ pub fn unsandboxed_command(command: &str, why_no_sandbox: &str) -> Prompt {
 pub fn command_key(command: &str, prefixes: &[Vec<String>]) -> Prompt {
     let mut choices = vec![
         choice("abort", "Cancel (do not run it)"),
-        choice(
-            "exact",
-            format!("Exactly this command: {}", shown_command(command)),
-        ),
+        choice("exact", format!("Exactly this command: {}", shown(command))),
     ];
     for p in prefixes {
         choices.push(choice(
@@ -129,7 +167,7 @@ pub fn command_key(command: &str, prefixes: &[Vec<String>]) -> Prompt {
     }
     Prompt {
         kind: "commandKey",
-        title: "Sandbox: which commands should run unsandboxed without asking? A prefix covers only simple commands: one command, no ; && | $(...) redirections, variables or newlines.".into(),
+        title: "Sandbox: which commands should run unsandboxed without asking? A prefix covers only simple commands: one command, no ; && | $(...) redirections, variables or newlines.\n\nA command runs what its files say: `npm test` runs package.json's script, `make` the Makefile, `./build.sh` the script, and the agent can edit those files. Grant only commands whose behaviour the agent cannot change, and the narrowest prefix that does the job.".into(),
         choices,
         declined: "Blocked: the user cancelled running this command unsandboxed.".into(),
         no_ui: String::new(),
@@ -159,12 +197,19 @@ pub fn project_trust(layer: &ProjectLayer) -> Prompt {
     }
 }
 
-/// A command as one line for a dialog: control characters shown as escapes.
-fn shown_command(command: &str) -> String {
+/// Text the agent chose (a command, a path) as one line for a dialog: control characters,
+/// and the invisible ones that reorder or hide text (bidi overrides, zero-width), shown as
+/// escapes, so that a name cannot draw fake lines or reverse what the user reads.
+pub fn shown(text: &str) -> String {
+    let invisible = |c: char| {
+        matches!(c,
+            '\u{00ad}' | '\u{061c}' | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+    };
     let mut out = String::new();
-    for c in command.chars() {
-        if c.is_control() {
-            out.extend(c.escape_default());
+    for c in text.chars() {
+        if c.is_control() || invisible(c) {
+            out.extend(c.escape_unicode());
         } else {
             out.push(c);
         }
@@ -172,13 +217,22 @@ fn shown_command(command: &str) -> String {
     out
 }
 
-/// The prompt for a guard decision that asks (`Verdict::Prompt`), by its operation.
-pub fn for_decision(decision: &Decision, project_file: &Path, global_file: &Path) -> Prompt {
+fn shown_path(path: &Path) -> String {
+    shown(&path.to_string_lossy())
+}
+
+/// The prompt for a guard decision that asks (`Verdict::Prompt`): a write outside allowWrite
+/// (`broad` as in `write_outside`), or an env file's read or overwrite.
+pub fn for_decision(
+    decision: &Decision,
+    project_file: &Path,
+    global_file: &Path,
+    broad: bool,
+) -> Prompt {
     if decision.op == Op::Write && decision.rule != ENV_FILE_RULE {
-        write_outside(decision, project_file, global_file)
+        write_outside(decision, project_file, global_file, broad)
     } else {
-        // Reading an env file, or overwriting one the agent may not read yet.
-        env_read(decision)
+        env_file(decision)
     }
 }
 
@@ -203,7 +257,7 @@ mod tests {
     fn each_situation_has_its_own_words() {
         let p = Path::new("/p/.pi/sandbox.json");
         let g = Path::new("/h/.pi/agent/extensions/sandbox.json");
-        let w = for_decision(&decision(Op::Write, "/srv/data/x.txt"), p, g);
+        let w = for_decision(&decision(Op::Write, "/srv/data/x.txt"), p, g, false);
         assert_eq!(w.choices[0].id, "abort", "the default keeps it blocked");
         let ids: Vec<&str> = w.choices.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(ids, ["abort", "session", "project", "global"]);
@@ -214,18 +268,45 @@ mod tests {
         assert_eq!(w.no_ui, "no UI text");
         assert!(!w.title.contains("no UI"), "asking is not refusing");
 
-        let r = for_decision(&decision(Op::Read, "/p/.env"), p, g);
+        let r = for_decision(&decision(Op::Read, "/p/.env"), p, g, false);
         let ids: Vec<&str> = r.choices.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(ids, ["abort", "once", "session", "always"]);
         assert!(r.declined.contains("declined"));
 
         let c = unsandboxed_command("rm -rf x\nid", "bwrap is missing.");
         assert!(
-            c.title.contains("rm -rf x\\nid"),
+            c.title.contains("rm -rf x\\u{a}id"),
             "a newline cannot hide a second line"
         );
         assert!(c.no_ui.contains("PI_SANDBOX_APPROVAL_MODE=always"));
         assert_ne!(c.no_ui, c.declined);
+    }
+
+    #[test]
+    fn names_the_agent_chose_cannot_draw_or_reorder_the_dialog() {
+        let p = Path::new("/p/.pi/sandbox.json");
+        let g = Path::new("/g.json");
+        let sneaky = "/srv/a\nAllowing adds /p/dist\u{1b}[2K\u{202e}txt.exe/x";
+        let w = for_decision(&decision(Op::Write, sneaky), p, g, false);
+        for text in std::iter::once(&w.title).chain(w.choices.iter().map(|c| &c.label)) {
+            assert!(
+                !text.contains('\u{1b}') && !text.contains('\u{202e}'),
+                "{text}"
+            );
+            assert!(!text.contains("\nAllowing adds /p/dist"), "{text}");
+        }
+        assert!(w.title.contains("\\u{a}Allowing adds"), "{}", w.title);
+        // A grant as wide as the home or the root is not offered.
+        let b = for_decision(&decision(Op::Write, "/x.txt"), p, g, true);
+        let ids: Vec<&str> = b.choices.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["abort"]);
+        assert!(b.title.contains("too wide"));
+        // Overwriting an env file is asked as such, not as a read.
+        let mut d = decision(Op::Write, "/p/.env");
+        d.rule = ENV_FILE_RULE.into();
+        let e = for_decision(&d, p, g, false);
+        assert_eq!(e.kind, "envWrite");
+        assert!(e.title.contains("change /p/.env"));
     }
 
     #[test]

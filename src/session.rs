@@ -909,7 +909,19 @@ impl Session {
     /// The prompt for a guard decision that asks the user.
     pub fn prompt_for(&self, decision: &Decision) -> Prompt {
         let env = &self.options.env;
-        prompts::for_decision(decision, &env.project_config(), &env.global_config())
+        let broad =
+            decision.op == Op::Write && self.too_broad(prompts::write_grant_dir(&decision.path));
+        prompts::for_decision(decision, &env.project_config(), &env.global_config(), broad)
+    }
+
+    /// A directory too wide to grant from a prompt: the root, the home directory, or one that
+    /// holds the home or the session's directory.
+    fn too_broad(&self, dir: &Path) -> bool {
+        let (home, cwd) = match self.guard() {
+            Some(g) => (g.env().home.clone(), g.env().cwd.clone()),
+            None => (self.options.env.home.clone(), self.options.env.cwd.clone()),
+        };
+        dir.parent().is_none() || home.starts_with(dir) || cwd.starts_with(dir)
     }
 
     fn store(&self) -> Result<&Store, String> {
@@ -936,6 +948,15 @@ impl Session {
     /// where the grant went.
     pub fn grant_write(&mut self, path: &Path, scope: WriteScope) -> Result<String, String> {
         let decision = self.askable(Op::Write, path)?;
+        if decision.rule == crate::guard::ENV_FILE_RULE {
+            return Err("an env file is allowed through grantEnvFile".into());
+        }
+        if self.too_broad(prompts::write_grant_dir(&decision.path)) {
+            return Err(format!(
+                "{} holds your home or this project's parents: too wide to grant from a prompt; add a narrower directory to filesystem.allowWrite yourself",
+                prompts::write_grant_dir(&decision.path).display()
+            ));
+        }
         let dir = prompts::write_grant_dir(&decision.path)
             .display()
             .to_string();
@@ -959,14 +980,23 @@ impl Session {
                     .and_then(|l| l.config.project.as_ref())
                     .is_none_or(|p| p.trust == Trust::Trusted);
                 let inherited = self.inherited_allow_write(&env)?;
-                let sha = add_allow_write(&file, &inherited, &dir)?;
+                add_allow_write(&file, &inherited, &dir)?;
                 if keep_trust {
+                    // Trust is keyed by the content and what its paths resolve to now (see
+                    // `config::load`): loaded again to learn the new key.
+                    self.reload();
+                    let key = self
+                        .project_layer()
+                        .map(|p| p.sha256.clone())
+                        .ok_or_else(|| {
+                            format!("{} could not be loaded after the grant", file.display())
+                        })?;
                     self.store()?
                         .grant(
                             Scope::Always,
                             Grant::ProjectTrust {
                                 file: file.clone(),
-                                sha256: sha,
+                                sha256: key,
                                 trusted: true,
                             },
                             &self.session_id(),
@@ -1006,16 +1036,18 @@ impl Session {
             .map_err(|e| e.to_string())
     }
 
-    /// The user allowed reading an env file (the read prompt): `once` for the tool call
-    /// being run, `session` or `always` through the approvals store.
-    pub fn grant_env_read(&mut self, path: &Path, scope: &str) -> Result<(), String> {
+    /// The user allowed an env file (the env prompt): `once` for the tool call being run (a
+    /// read, or with `write` a change, which an edit makes after reading), `session` or
+    /// `always` through the approvals store (reading and changing it, in both layers).
+    pub fn grant_env_file(&mut self, path: &Path, scope: &str, write: bool) -> Result<(), String> {
         let decision = self.askable(Op::Read, path)?;
         let scope = match scope {
-            // For the tool call being run: an edit reads and writes it.
             "once" => {
                 let mut once = self.once.borrow_mut();
                 once.push((Op::Read, decision.path.clone()));
-                once.push((Op::Write, decision.path));
+                if write {
+                    once.push((Op::Write, decision.path));
+                }
                 return Ok(());
             }
             "session" => Scope::Session,
@@ -1097,8 +1129,8 @@ impl Session {
     /// prompt: a file changed since is not what they saw, and is not trusted by it).
     pub fn answer_trust(&mut self, sha256: &str, trusted: bool) -> Result<(), String> {
         let file = self.options.env.project_config();
-        let bytes = std::fs::read(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-        if approvals::content_hash(&bytes) != sha256 {
+        self.refresh();
+        if self.project_layer().map(|p| p.sha256.as_str()) != Some(sha256) {
             return Err(format!(
                 "{} changed since you were asked; it will be shown again",
                 file.display()
@@ -1258,8 +1290,8 @@ impl Session {
     }
 }
 
-/// Adds `dir` to `file`'s allowWrite (see `config_edit`); returns the new content's hash.
-fn add_allow_write(file: &Path, inherited: &[String], dir: &str) -> Result<String, String> {
+/// Adds `dir` to `file`'s allowWrite (see `config_edit`).
+fn add_allow_write(file: &Path, inherited: &[String], dir: &str) -> Result<(), String> {
     let text = match std::fs::read_to_string(file) {
         Ok(t) => Some(t),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -1267,8 +1299,7 @@ fn add_allow_write(file: &Path, inherited: &[String], dir: &str) -> Result<Strin
     };
     let new = crate::config_edit::with_allow_write(file, text.as_deref(), inherited, dir)
         .map_err(|e| e.to_string())?;
-    crate::config_edit::replace_file(file, &new).map_err(|e| e.to_string())?;
-    Ok(approvals::content_hash(new.as_bytes()))
+    crate::config_edit::replace_file(file, &new).map_err(|e| e.to_string())
 }
 
 /// The hooks directories (`core.hooksPath`) of the repositories the session works in: the
@@ -1354,9 +1385,10 @@ mod tests {
         std::fs::create_dir_all(&outside).unwrap();
         std::os::unix::fs::symlink(&outside, proj.join(".git/hooks")).unwrap();
         std::fs::hard_link(proj.join(".git/config"), proj.join("cfg")).unwrap();
-        std::fs::create_dir_all(proj.join(".pi")).unwrap();
+        // The user's own (global) file: a project file listing it would need trust first.
+        std::fs::create_dir_all(dir.join("agent/extensions")).unwrap();
         std::fs::write(
-            proj.join(".pi/sandbox.json"),
+            dir.join("agent/extensions/sandbox.json"),
             format!(
                 r#"{{"filesystem":{{"allowWrite":[".","{}"]}}}}"#,
                 outside.display()

@@ -85,6 +85,11 @@ pub fn check_tool_with(
             plain(match (read.verdict, write.verdict) {
                 (Verdict::Deny, _) => read,
                 (_, Verdict::Deny) => write,
+                // An env file it may not read yet: asked once, as a change (which covers the
+                // read the edit makes first).
+                (Verdict::Prompt, Verdict::Prompt) if write.rule == crate::guard::ENV_FILE_RULE => {
+                    write
+                }
                 (Verdict::Prompt, _) => read,
                 _ => write,
             })

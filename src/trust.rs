@@ -185,17 +185,32 @@ pub fn restrict(
         let base_paths: Vec<Option<PathBuf>> = base.allow_write.value.iter().map(canon).collect();
         let wanted_paths: Vec<Option<PathBuf>> =
             wanted.allow_write.value.iter().map(canon).collect();
+        // `/tmp` is a private tmpfs in bash: listing it does not cover the host's paths below
+        // it, which bash would get bound in.
         let within = |inner: &Option<PathBuf>, outers: &[Option<PathBuf>]| {
-            inner
-                .as_ref()
-                .is_some_and(|i| outers.iter().flatten().any(|o| i.starts_with(o)))
+            inner.as_ref().is_some_and(|i| {
+                outers
+                    .iter()
+                    .flatten()
+                    .any(|o| i.starts_with(o) && (o.as_path() != Path::new("/tmp") || i == o))
+            })
         };
         let mut kept = Vec::new();
         for (raw, path) in wanted.allow_write.value.iter().zip(&wanted_paths) {
             if within(path, &base_paths) {
                 kept.push(raw.clone());
             } else {
-                note("filesystem.allowWrite", format!("make {raw:?} writable"));
+                // Where it leads now: the trust is keyed by it (a link swapped in later is a
+                // new question, see `config::load`).
+                let leads = match path {
+                    Some(p) if p.as_os_str() != raw.as_str() => format!(" ({})", p.display()),
+                    Some(_) => String::new(),
+                    None => " (cannot be resolved)".into(),
+                };
+                note(
+                    "filesystem.allowWrite",
+                    format!("make {raw:?}{leads} writable"),
+                );
             }
         }
         // The intersection: inherited directories inside what the project lists stay too.
@@ -393,9 +408,13 @@ mod tests {
         let (c, w) = run(r#"{"filesystem":{"allowWrite":["..","/"]}}"#);
         assert_eq!(w.len(), 2, "{w:?}");
         assert_eq!(c.allow_write.value, vec![".", "/tmp"]);
-        let (c, w) = run(r#"{"filesystem":{"allowWrite":["./build","/tmp/cache"]}}"#);
+        let (c, w) = run(r#"{"filesystem":{"allowWrite":["./build","/tmp"]}}"#);
         assert!(w.is_empty(), "{w:?}");
-        assert_eq!(c.allow_write.value, vec!["./build", "/tmp/cache"]);
+        assert_eq!(c.allow_write.value, vec!["./build", "/tmp"]);
+        // Below /tmp is the host's /tmp in bash, not the private one the default grants.
+        let (c, w) = run(r#"{"filesystem":{"allowWrite":[".","/tmp/cache"]}}"#);
+        assert_eq!(keys(&w), vec!["filesystem.allowWrite"]);
+        assert_eq!(c.allow_write.value, vec!["."]);
     }
 
     #[test]

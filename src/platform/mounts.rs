@@ -76,10 +76,17 @@ pub fn writable_roots(guard: &Guard) -> Vec<PathBuf> {
     allow_write_roots(guard)
 }
 
-/// The trees the scan and the index walk: the writable ones, whatever the mode (in read-only
-/// mode they still hold the env files bash must hide; their other findings mount nothing).
+/// The trees the scan and the index walk: the writable ones whatever the mode, and the
+/// session's directory even when a config leaves it out of allowWrite. Beyond what may be
+/// written, they hold the env files bash must hide (in read-only mode, or a project that
+/// narrowed allowWrite to `./src`); findings outside the writable trees mount nothing else.
 pub fn scanned_roots(guard: &Guard) -> Vec<PathBuf> {
-    scan_roots(&allow_write_roots(guard))
+    let mut roots = allow_write_roots(guard);
+    let cwd = &guard.env().cwd;
+    if !roots.iter().any(|r| cwd.starts_with(r)) {
+        roots.push(cwd.clone());
+    }
+    scan_roots(&roots)
 }
 
 fn allow_write_roots(guard: &Guard) -> Vec<PathBuf> {
@@ -916,6 +923,25 @@ mod tests {
                 "{f:?} not masked"
             );
         }
+        // A project that narrows allowWrite still has its other env files hidden: the
+        // session's directory is indexed whatever allowWrite says.
+        let narrow = guard(r#"{"filesystem":{"allowWrite":["./sub"]}}"#, &env);
+        assert!(scanned_roots(&narrow).contains(&root.join("proj")));
+        let scan = scan_protected(&narrow, &scanned_roots(&narrow));
+        let hidden: Vec<&Path> = scan
+            .protected
+            .iter()
+            .filter(|f| matches!(f.why, Protection::EnvFile { .. }))
+            .map(|f| f.path.as_path())
+            .collect();
+        assert!(
+            hidden.contains(&root.join("proj/.env").as_path()),
+            "{hidden:?}"
+        );
+        assert!(
+            hidden.contains(&root.join("proj/sub/.env").as_path()),
+            "{hidden:?}"
+        );
         // approval mode always: nothing to hide.
         let cfg = merge(crate::config::Config::defaults_for(&env), &[]).unwrap();
         let always = Guard::new(&cfg, &env, ApprovalMode::Always).unwrap();
