@@ -12,6 +12,7 @@ pub mod guard;
 pub mod hooks;
 pub mod index;
 pub mod launch;
+pub mod net;
 pub mod open;
 pub mod paths;
 pub mod platform;
