@@ -188,10 +188,16 @@ impl Snapshot {
             .find(|e| e.grant.covers_command(command))
     }
 
+    /// The env files granted, each with the entry that grants it.
+    pub fn env_read_grants(&self) -> impl Iterator<Item = (&Path, &Entry)> {
+        self.entries.iter().filter_map(|e| match &e.grant {
+            Grant::EnvRead { path } => Some((path.as_path(), e)),
+            _ => None,
+        })
+    }
+
     pub fn env_read_granted(&self, path: &Path) -> bool {
-        self.entries
-            .iter()
-            .any(|e| matches!(&e.grant, Grant::EnvRead { path: p } if p == path))
+        self.env_read_grants().any(|(p, _)| p == path)
     }
 
     /// The latest trust answer for `file`: (sha256, trusted).
@@ -342,13 +348,8 @@ impl Store {
         let raw = match std::env::var(TTL_VAR) {
             Ok(v) => Some(v),
             Err(std::env::VarError::NotPresent) => None,
-            Err(std::env::VarError::NotUnicode(v)) => {
-                return Err(StoreError::Ttl {
-                    message: format!(
-                        "{TTL_VAR}={v:?} is not a positive whole number of milliseconds; set e.g. {TTL_VAR}=3600000 for one hour, or unset it for the default (6 hours)"
-                    ),
-                })
-            }
+            // Not UTF-8: no number either; `ttl_from_env` says so, as for any other value.
+            Err(std::env::VarError::NotUnicode(v)) => Some(v.to_string_lossy().into_owned()),
         };
         let ttl = ttl_from_env(raw.as_deref()).map_err(|message| StoreError::Ttl { message })?;
         Ok(Store::with_clock(

@@ -77,12 +77,8 @@ fn granted_how(e: &approvals::Entry) -> String {
 /// The env files the user allowed reading, from the store's entries.
 fn env_read_grants(granted: &Snapshot) -> Vec<(PathBuf, String)> {
     granted
-        .entries
-        .iter()
-        .filter_map(|e| match &e.grant {
-            Grant::EnvRead { path } => Some((path.clone(), granted_how(e))),
-            _ => None,
-        })
+        .env_read_grants()
+        .map(|(path, e)| (path.to_path_buf(), granted_how(e)))
         .collect()
 }
 

@@ -166,6 +166,30 @@ fn read_head(reader: &mut BufReader<UnixStream>) -> io::Result<Option<Vec<String
     }
 }
 
+/// The upstream connection for `authority` (`host:port`) if it parses, is allowed and
+/// answers; otherwise the client gets the HTTP error saying which (`no_port` when the port is
+/// missing) and the result is None.
+fn open_upstream(
+    client: &UnixStream,
+    authority: &str,
+    no_port: &str,
+    decide: &Decide,
+    resolve: &Resolve,
+) -> io::Result<Option<TcpStream>> {
+    let (host, port) = match parse_authority(authority) {
+        Ok((h, Some(p))) => (h, p),
+        Ok((_, None)) => return http_error(client, "400 Bad Request", no_port).map(|_| None),
+        Err(e) => return http_error(client, "400 Bad Request", &e.to_string()).map(|_| None),
+    };
+    if let Decision::Deny(reason) = decide(&host, port) {
+        return http_error(client, "403 Forbidden", &reason).map(|_| None);
+    }
+    match connect(&host, port, resolve) {
+        Ok(s) => Ok(Some(s)),
+        Err(e) => http_error(client, "502 Bad Gateway", &e).map(|_| None),
+    }
+}
+
 fn http(
     mut reader: BufReader<UnixStream>,
     client: UnixStream,
@@ -183,19 +207,10 @@ fn http(
         return http_error(&client, "400 Bad Request", "malformed request line");
     };
     if method.eq_ignore_ascii_case("CONNECT") {
-        let (host, port) = match parse_authority(target) {
-            Ok((h, Some(p))) => (h, p),
-            Ok((_, None)) => {
-                return http_error(&client, "400 Bad Request", "CONNECT needs host:port")
-            }
-            Err(e) => return http_error(&client, "400 Bad Request", &e.to_string()),
-        };
-        if let Decision::Deny(reason) = decide(&host, port) {
-            return http_error(&client, "403 Forbidden", &reason);
-        }
-        let upstream = match connect(&host, port, resolve) {
-            Ok(s) => s,
-            Err(e) => return http_error(&client, "502 Bad Gateway", &e),
+        let Some(upstream) =
+            open_upstream(&client, target, "CONNECT needs host:port", decide, resolve)?
+        else {
+            return Ok(());
         };
         (&client).write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")?;
         return relay(client, reader, upstream);
@@ -219,17 +234,10 @@ fn http(
         (Some(h), Some(p)) => format!("{}:{p}", h),
         _ => return http_error(&client, "400 Bad Request", "the URL has no host"),
     };
-    let (host, port) = match parse_authority(&authority) {
-        Ok((h, Some(p))) => (h, p),
-        Ok((_, None)) => return http_error(&client, "400 Bad Request", "the URL has no port"),
-        Err(e) => return http_error(&client, "400 Bad Request", &e.to_string()),
-    };
-    if let Decision::Deny(reason) = decide(&host, port) {
-        return http_error(&client, "403 Forbidden", &reason);
-    }
-    let mut upstream = match connect(&host, port, resolve) {
-        Ok(s) => s,
-        Err(e) => return http_error(&client, "502 Bad Gateway", &e),
+    let Some(mut upstream) =
+        open_upstream(&client, &authority, "the URL has no port", decide, resolve)?
+    else {
+        return Ok(());
     };
     // Origin form upstream; the proxy's own headers are not forwarded.
     let mut path = url.path().to_string();
