@@ -34,6 +34,11 @@ export declare class PreparedCommand {
    * `Sandbox.droppedEnv`). bwrap unsets them too; sandbox-exec relies on the spawner.
    */
   get unsetEnv(): Array<string>
+  /**
+   * Environment variables to set in the child's environment (sandbox-exec's proxy
+   * variables; bwrap sets its own), as [name, value] pairs.
+   */
+  get setEnv(): Array<Array<string>>
   /** All of the sandbox's arguments, options included, for display. */
   get shown(): Array<string> | null
   /** The open files the child gets as fds 3, 4, ...; empty once released. */
@@ -140,7 +145,8 @@ export declare class Sandbox {
   cycleMode(how: string): string
   /**
    * Prepares a shell command for pi's bash: the policy's verdict and, when sandboxed, what
-   * to spawn (see `PreparedCommand`). `network`: "on" | "off" (default off).
+   * to spawn (see `PreparedCommand`). `network`: "filtered" | "off" | "on"; by default
+   * filtered when the config lists domains, else off (see `defaultNetwork`).
    * At most one sandboxed command of a session is outstanding: another is refused until
    * the first one's `finish`.
    */
@@ -149,6 +155,26 @@ export declare class Sandbox {
   prepareBashAsync(command: string, network?: string | undefined | null): Promise<PreparedCommand>
   /** Prepares an argv (no shell) the same way. */
   prepareRun(argv: Array<string>, network?: string | undefined | null): PreparedCommand
+  /**
+   * The network mode a command gets when none is asked for: "filtered" when the config
+   * lists domains, else "off".
+   */
+  get defaultNetwork(): string
+  /**
+   * Who asks the user about hosts no network list names (filtered network). `callback`
+   * gets each question and must answer it with `answerNetworkPrompt(id, choice)`: a
+   * choice id of the question's prompt, or "noUi" when it cannot ask (refused with the
+   * prompt's `noUi` text). Without a callback such hosts are refused. The callback does
+   * not keep Node's event loop alive.
+   */
+  onNetworkPrompt(callback?: ((question: JsNetworkQuestion) => void) | null): void
+  /**
+   * The user's answer to the network question `id`: "abort", "once", "session" (stored in
+   * the approvals store), "always", "project" / "global" (allowed for the running command;
+   * call `grantDomain` first to write the config file), or "noUi". An id no longer waited
+   * for (answered, timed out) is ignored.
+   */
+  answerNetworkPrompt(id: number, answer: string): void
   /**
    * For a sandboxed command's output: one sentence for each path an error line reports as
    * read-only or busy that the sandbox keeps so, with the rule and how to change it.
@@ -167,6 +193,13 @@ export declare class Sandbox {
    * effect at once. Returns a sentence saying where the grant went.
    */
   grantWrite(path: string, scope: string): string
+  /**
+   * The user allowed `host` from the network prompt: session (approvals store), project
+   * or global (added to network.allowedDomains of that config file). Takes effect at once,
+   * for the running command too. A host deniedDomains lists is refused. Returns a
+   * sentence saying where the grant went.
+   */
+  grantDomain(host: string, scope: string): string
   /**
    * The user allowed the env file `path` (the envRead / envWrite prompt): once (this tool
    * call; `write`: a change too), session or always.
@@ -199,8 +232,11 @@ export declare class Sandbox {
   get approvalsNotice(): string | null
   /** Re-reads the config files and the approvals store if one changed; true if it did. */
   refresh(): boolean
-  /** The effective configuration as text, each value with the file it came from. */
-  describe(): string
+  /**
+   * The effective configuration as text, each value with the file it came from.
+   * `network`: the mode asked for (`--sandbox-network`), to say what bash gets.
+   */
+  describe(network?: string | undefined | null): string
 }
 
 /** The tools the path guard covers. */
@@ -260,6 +296,14 @@ export interface JsLoadError {
   file?: string
 }
 
+/** A question of the network gate for the user: answer it with `answerNetworkPrompt(id, choice)`. */
+export interface JsNetworkQuestion {
+  id: number
+  host: string
+  port: number
+  prompt: JsPrompt
+}
+
 export interface JsProjectTrust {
   file: string
   sha256: string
@@ -303,13 +347,17 @@ export interface JsToolDecision {
 export interface JsViolation {
   /** RFC 3339, UTC. */
   time: string
-  /** `guard`, `audit`, `sockets` (and `network` once the proxy lands). */
+  /** `guard`, `audit`, `sockets`, `network`. */
   layer: string
   operation: string
-  /** The path or host concerned. */
+  /** The path, or `host:port`. */
   target: string
   rule: string
   source: string
+  /** The network proxy's entries: "allowed" or "denied". */
+  decision?: string
+  host?: string
+  port?: number
 }
 
 export interface LoadOptions {

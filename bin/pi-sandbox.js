@@ -13,9 +13,12 @@ Usage:
   pi-sandbox check read|write PATH [--json]   decide one access (exit 0 allowed, 1 blocked)
   pi-sandbox explain read|write PATH [--json] the same, with every rule consulted
   pi-sandbox config                           effective config and the file each value came from
-  pi-sandbox run [--network on|off] -- CMD [ARGS...]
+  pi-sandbox run [--network filtered|off|on] -- CMD [ARGS...]
                                               run CMD in the OS sandbox from the current directory;
-                                              exit code passed through (126 when refused, with why)
+                                              exit code passed through (126 when refused, with why).
+                                              Network: filtered (the default when the config lists
+                                              domains: only allowedDomains, through the proxy; other
+                                              hosts are refused, there is no one to ask), off, on
 
 Options:
   --cwd DIR   session directory (default: the current directory); PATH is relative to it
@@ -30,13 +33,13 @@ function fail(message, code = 2) {
 }
 
 function parseArgs(argv) {
-  const opts = { json: false, cwd: process.cwd(), rest: [], network: "off" };
+  const opts = { json: false, cwd: process.cwd(), rest: [], network: undefined };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === "-h" || a === "--help") opts.help = true;
     else if (a === "--json") opts.json = true;
     else if (a === "--network") {
-      if (i + 1 >= argv.length) fail("--network needs on or off");
+      if (i + 1 >= argv.length) fail("--network needs filtered, off or on");
       opts.network = argv[++i];
     } else if (a.startsWith("--network=")) opts.network = a.slice(10);
     else if (a === "--cwd") {
@@ -83,7 +86,10 @@ function runPrepared(prepared, argv) {
   }
   // The sandbox's options, mount sources and script arrive on fds 3, 4, ...
   const stdio = ["inherit", "inherit", "inherit", ...prepared.fds];
-  const r = spawnSync(program, args, { stdio });
+  const env = { ...process.env };
+  for (const name of prepared.unsetEnv) delete env[name];
+  for (const [name, value] of prepared.setEnv) env[name] = value;
+  const r = spawnSync(program, args, { stdio, env });
   // The audit: what the command left on pi's control surface, moved aside.
   for (const finding of prepared.finish()) process.stderr.write(`pi-sandbox: ${finding}\n`);
   if (r.error) {
@@ -126,7 +132,7 @@ function main() {
       process.exit(e.decision.verdict === "allow" ? 0 : 1);
     }
     case "run": {
-      if (!args.length) fail("usage: pi-sandbox run [--network on|off] -- CMD [ARGS...]");
+      if (!args.length) fail("usage: pi-sandbox run [--network filtered|off|on] -- CMD [ARGS...]");
       let prepared;
       try {
         prepared = sandbox.prepareRun(args, opts.network);

@@ -103,6 +103,8 @@ export async function runPrepared(
 	// Secrets stay out of the command's environment (bwrap unsets them as well).
 	const childEnv = withFullPath({ ...(env ?? shellEnv(agentDir)) });
 	for (const name of prepared.unsetEnv) delete childEnv[name];
+	// sandbox-exec's proxy variables (bwrap sets its own inside).
+	for (const [name, value] of prepared.setEnv) childEnv[name] = value;
 	const child = spawn(program, args, {
 		cwd,
 		detached: true,

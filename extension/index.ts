@@ -25,7 +25,7 @@ import type {
 	ToolDefinition,
 	WriteOperations,
 } from "@mariozechner/pi-coding-agent";
-import type { JsDecision, JsPrompt, PreparedCommand } from "../index.js";
+import type { JsDecision, JsNetworkQuestion, JsPrompt, PreparedCommand } from "../index.js";
 import { narrowHostPath, runPrepared } from "./exec.ts";
 import { addonLoadFailure, choose, showStatus, sandboxReport, violationReport } from "./ui.ts";
 import type { FileBackend, SandboxAddon, SandboxHandle } from "./ui.ts";
@@ -108,7 +108,10 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 	const sandboxFor = (cwd: string, ctx?: ExtensionContext): Promise<SandboxHandle> => {
 		if (!addon) return Promise.reject(new Error(addonLoadFailure(addonError)));
 		if (!loaded || loaded.cwd !== cwd) {
-			loaded = { cwd, sandbox: addon.Sandbox.loadAsync({ cwd, sessionId }).then((s) => withFlagMode(s, ctx)) };
+			loaded = {
+				cwd,
+				sandbox: addon.Sandbox.loadAsync({ cwd, sessionId }).then((s) => withNetworkPrompts(withFlagMode(s, ctx))),
+			};
 		}
 		return loaded.sandbox;
 	};
@@ -126,6 +129,36 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		}
 		return s;
 	};
+	/**
+	 * Hosts no network list names, asked about while a filtered command runs (the proxy's
+	 * threads ask; the answer goes back by id). "For this project / all projects" writes the
+	 * host into that config file first. Without a UI the host is refused with how to allow it.
+	 */
+	const withNetworkPrompts = (s: SandboxHandle): SandboxHandle => {
+		s.onNetworkPrompt((question) => {
+			void answerNetworkQuestion(s, question);
+		});
+		return s;
+	};
+	async function answerNetworkQuestion(s: SandboxHandle, q: JsNetworkQuestion): Promise<void> {
+		const ctx = uiCtx;
+		if (!ctx?.hasUI) {
+			s.answerNetworkPrompt(q.id, "noUi");
+			return;
+		}
+		let answer: string | undefined;
+		try {
+			answer = await choose(ctx, q.prompt);
+			if (answer === "project" || answer === "global") {
+				ctx.ui.notify(`pi-sandbox-rs: ${s.grantDomain(q.host, answer)}`, "info");
+				status(ctx, s);
+			}
+		} catch (e) {
+			ctx.ui.notify(`pi-sandbox-rs: ${(e as Error).message}; ${q.host} is allowed for this command only`, "error");
+		} finally {
+			s.answerNetworkPrompt(q.id, answer ?? "abort");
+		}
+	}
 	/** The sandbox loaded last, or pi's start directory's (tools and bash outside a ctx). */
 	const sessionSandbox = (): Promise<SandboxHandle> => (loaded ? loaded.sandbox : sandboxFor(startCwd));
 	/** The sandbox loaded last, if any (for notes after a command). */
@@ -141,7 +174,8 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		default: false,
 	});
 	pi.registerFlag("sandbox-network", {
-		description: "Network inside sandboxed bash: off (default) or on",
+		description:
+			"Network inside sandboxed bash: filtered (the default when the config lists domains: only allowedDomains, through the sandbox's proxy; others are asked about), off (the default otherwise), or on (unfiltered)",
 		type: "string",
 	});
 	pi.registerFlag("sandbox-mode", {
@@ -164,9 +198,10 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		return current;
 	}
 
-	const network = () => {
+	/** --sandbox-network, if given; else the Rust core decides (filtered when domains are listed). */
+	const network = (): string | undefined => {
 		const v = pi.getFlag("sandbox-network");
-		return typeof v === "string" && v !== "" ? v : "off";
+		return typeof v === "string" && v !== "" ? v : undefined;
 	};
 
 	/**
@@ -346,7 +381,7 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 	});
 
 	const status = (ctx: ExtensionContext, s: SandboxHandle | undefined) => {
-		if (addon) showStatus(ctx, s, addon.sandboxCapability(), network());
+		if (addon) showStatus(ctx, s, addon.sandboxCapability(), network() ?? s?.defaultNetwork ?? "off");
 	};
 
 	pi.on("session_start", async (_event, ctx) => {
@@ -431,7 +466,7 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 	});
 
 	pi.registerCommand("sandbox", {
-		description: "Show the effective sandbox configuration and where each rule comes from; `/sandbox log` the recent refusals; `/sandbox trust` asks again about this project's sandbox.json",
+		description: "Show the effective sandbox configuration and where each rule comes from; `/sandbox log` the recent refusals and network decisions; `/sandbox trust` asks again about this project's sandbox.json",
 		handler: async (args, ctx) => {
 			const s = await session(ctx);
 			if (args.trim() === "log" && s) ctx.ui.notify(violationReport(s), "info");
@@ -439,7 +474,7 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 				await askProjectTrust(ctx, s, true);
 				if (!s.projectTrust?.widenings.length) ctx.ui.notify("This project's sandbox.json loosens nothing: nothing to trust.", "info");
 				status(ctx, s);
-			} else ctx.ui.notify(sandboxReport(disabledByFlag(), addonError, s), "info");
+			} else ctx.ui.notify(sandboxReport(disabledByFlag(), addonError, s, network()), "info");
 		},
 	});
 

@@ -42,10 +42,14 @@ export function showStatus(ctx: ExtensionContext, s: Sandbox | undefined, bash: 
 	ctx.ui.setStatus("sandbox", text);
 }
 
-export function sandboxReport(disabledByFlag: boolean, addonError: string | undefined, s: Sandbox | undefined): string {
+export function sandboxReport(disabledByFlag: boolean, addonError: string | undefined, s: Sandbox | undefined, network?: string): string {
 	if (disabledByFlag) return "pi-sandbox-rs is off for this session (--no-sandbox).";
 	if (!s) return addonLoadFailure(addonError);
-	return s.describe();
+	try {
+		return s.describe(network);
+	} catch (e) {
+		return `${(e as Error).message}\n\n${s.describe()}`;
+	}
 }
 
 /** Control characters shown as escapes: a path the agent named must not drive the terminal. */
@@ -53,13 +57,14 @@ function printable(text: string): string {
 	return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
 }
 
-/** `/sandbox log`: the recent refusals, newest last. */
+/** `/sandbox log`: the recent refusals and network decisions, newest last. */
 export function violationReport(s: Sandbox): string {
 	const entries = s.recentViolations(30);
-	if (entries.length === 0) return `No refusals recorded (${s.violationLogPath}).`;
+	if (entries.length === 0) return `No refusals or network decisions recorded (${s.violationLogPath}).`;
 	const lines = entries.map((v) => {
 		const from = v.source ? ` (${v.source})` : "";
-		return printable(`${v.time}  ${v.layer}  ${v.operation}  ${v.target}`) + `\n    ${printable(`${v.rule}${from}`)}`;
+		const decision = v.decision ? `  ${v.decision}` : "";
+		return printable(`${v.time}  ${v.layer}  ${v.operation}  ${v.target}${decision}`) + `\n    ${printable(`${v.rule}${from}`)}`;
 	});
-	return `The last ${entries.length} refusals (${s.violationLogPath}):\n${lines.join("\n")}`;
+	return `The last ${entries.length} entries (${s.violationLogPath}):\n${lines.join("\n")}`;
 }

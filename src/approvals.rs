@@ -45,7 +45,13 @@ pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(6 * 60 * 60);
 /// The file format this module writes.
 const VERSION: u64 = 2;
 /// The grant kinds this version understands; entries of other kinds are kept untouched.
-const KNOWN_KINDS: [&str; 4] = ["command", "commandPrefix", "envRead", "projectTrust"];
+const KNOWN_KINDS: [&str; 5] = [
+    "command",
+    "commandPrefix",
+    "envRead",
+    "projectTrust",
+    "networkHost",
+];
 const KNOWN_SCOPES: [&str; 2] = ["session", "always"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,6 +70,9 @@ pub enum Grant {
     CommandPrefix { argv: Vec<String> },
     /// Read this sensitive env file (canonical path).
     EnvRead { path: PathBuf },
+    /// Let sandboxed commands reach this host (canonical: `domains::parse_host`'s form) through
+    /// the network proxy, on any port.
+    NetworkHost { host: String },
     /// The user's answer about a project config file's widening rules, for this exact content.
     ProjectTrust {
         file: PathBuf,
@@ -83,7 +92,7 @@ impl Grant {
                 !argv.is_empty()
                     && simple_argv(command).is_some_and(|words| words.starts_with(argv))
             }
-            Grant::EnvRead { .. } | Grant::ProjectTrust { .. } => false,
+            Grant::EnvRead { .. } | Grant::ProjectTrust { .. } | Grant::NetworkHost { .. } => false,
         }
     }
 
@@ -104,6 +113,9 @@ impl Grant {
             Grant::ProjectTrust { file, .. } if !file.is_absolute() => Some(format!(
                 "a project-trust grant needs the config file's absolute path, not {}",
                 file.display()
+            )),
+            Grant::NetworkHost { host } if !is_canonical_host(host) => Some(format!(
+                "a network grant needs one host in canonical form (lower case, punycode, no port or trailing dot), not {host:?}"
             )),
             Grant::ProjectTrust { sha256, .. } if !is_sha256_hex(sha256) => Some(format!(
                 "a project-trust grant needs the file's SHA-256 as 64 lowercase hex digits (content_hash), not {sha256:?}"
@@ -198,6 +210,14 @@ impl Snapshot {
 
     pub fn env_read_granted(&self, path: &Path) -> bool {
         self.env_read_grants().any(|(p, _)| p == path)
+    }
+
+    /// The hosts granted for the network proxy, each with the entry that grants it.
+    pub fn network_grants(&self) -> impl Iterator<Item = (&str, &Entry)> {
+        self.entries.iter().filter_map(|e| match &e.grant {
+            Grant::NetworkHost { host } => Some((host.as_str(), e)),
+            _ => None,
+        })
     }
 
     /// The latest trust answer for `file`: (sha256, trusted).
@@ -848,6 +868,11 @@ pub fn prefix_choices(command: &str) -> Vec<Vec<String>> {
 }
 
 /// Lowercase hex SHA-256 of `bytes` (project trust is keyed by the file's content hash).
+/// Whether `host` is a host as the proxy judges it: its own canonical spelling.
+fn is_canonical_host(host: &str) -> bool {
+    crate::net::domains::parse_host(host).is_ok_and(|h| h.to_string() == host)
+}
+
 pub fn content_hash(bytes: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = Sha256::digest(bytes);
@@ -1267,11 +1292,53 @@ mod tests {
     }
 
     #[test]
+    fn network_grants_hold_one_canonical_host() {
+        let f = fixture();
+        for bad in [
+            "Example.com",
+            "example.com.",
+            "example.com:443",
+            "*.example.com",
+            "::1",
+            "",
+        ] {
+            let e = f
+                .store
+                .grant(
+                    Scope::Always,
+                    Grant::NetworkHost { host: bad.into() },
+                    "s1",
+                    "user",
+                )
+                .unwrap_err();
+            assert!(e.to_string().contains("canonical form"), "{bad}: {e}");
+        }
+        for good in ["example.com", "xn--bcher-kva.de", "[::1]", "10.0.0.1"] {
+            f.store
+                .grant(
+                    Scope::Session,
+                    Grant::NetworkHost { host: good.into() },
+                    "s1",
+                    "user",
+                )
+                .unwrap();
+        }
+        let snap = f.store.load("s1").unwrap();
+        let hosts: Vec<&str> = snap.network_grants().map(|(h, _)| h).collect();
+        assert_eq!(
+            hosts,
+            ["example.com", "xn--bcher-kva.de", "[::1]", "10.0.0.1"]
+        );
+        // Another session does not see them.
+        assert_eq!(f.store.load("s2").unwrap().network_grants().count(), 0);
+    }
+
+    #[test]
     fn unknown_kinds_scopes_and_keys_are_kept() {
         let f = fixture();
         let future_kind = serde_json::json!({
             "scope": "always",
-            "grant": {"kind": "networkHost", "host": "example.com"},
+            "grant": {"kind": "gpuDevice", "device": "/dev/nvidia0"},
             "grantedBy": "user", "grantedAt": "t", "expiresAt": null
         });
         let future_scope = serde_json::json!({

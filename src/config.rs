@@ -385,19 +385,13 @@ fn check_strings(file: &Path, key: &str, items: &[String]) -> Result<(), ConfigE
 fn check_domains(file: &Path, key: &str, items: &[String]) -> Result<(), ConfigError> {
     check_strings(file, key, items)?;
     for (i, d) in items.iter().enumerate() {
-        let bare = d.strip_prefix("*.").unwrap_or(d);
-        let ok = !bare.is_empty()
-            && bare
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_')
-            && !bare.starts_with('.')
-            && !bare.ends_with('.');
-        if !ok {
+        // The proxy's own parser: what passes here is what it matches.
+        if let Err(e) = crate::net::domains::check_entry(d) {
             return Err(schema_err(
                 file,
                 format!("{key}[{i}]"),
                 format!(
-                    "{d:?} is not a domain; write a host name such as \"example.com\" or \"*.example.com\" (no scheme, port or path)"
+                    "{d:?} is not a host pattern ({e}); write a host such as \"example.com\", \"*.example.com\" or an IP address (no scheme, port or path)"
                 ),
             ));
         }
@@ -867,6 +861,23 @@ mod tests {
         assert!(e.to_string().contains("read-only"), "{e}");
         let e = one(r#"{"network":{"allowedDomains":["https://github.com"]}}"#).unwrap_err();
         assert!(e.to_string().contains("network.allowedDomains[0]"), "{e}");
+        for bad in [
+            "github.com:443",
+            "github.com/x",
+            "*.10.0.0.1",
+            "a b.com",
+            "*.",
+        ] {
+            let text = format!(r#"{{"network":{{"deniedDomains":["ok.com",{bad:?}]}}}}"#);
+            let e = one(&text).unwrap_err();
+            assert!(
+                e.to_string().contains("network.deniedDomains[1]"),
+                "{bad}: {e}"
+            );
+        }
+        // What the proxy matches is what the config accepts: IPv6, IDN, IP spellings.
+        one(r#"{"network":{"allowedDomains":["::1","[fe80::1]","bücher.de","127.1","*.xn--mnchen-3ya.de"]}}"#)
+            .unwrap();
         let e = one(r#"{"filesystem":{"allowWrite":[""]}}"#).unwrap_err();
         assert!(e.to_string().contains("filesystem.allowWrite[0]"), "{e}");
     }

@@ -1,6 +1,6 @@
-//! Writing a user's grant into a config file: one directory added to
-//! `filesystem.allowWrite`, every other key and its order kept, the file replaced atomically.
-//! A file that cannot be parsed is never overwritten.
+//! Writing a user's grant into a config file: one entry added to a list
+//! (`filesystem.allowWrite`, `network.allowedDomains`), every other key and its order kept,
+//! the file replaced atomically. A file that cannot be parsed is never overwritten.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -26,15 +26,43 @@ impl std::fmt::Display for EditError {
 
 impl std::error::Error for EditError {}
 
+/// Where a grant goes in a config file: `section.key`, a list of strings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListKey {
+    pub section: &'static str,
+    pub key: &'static str,
+}
+
+pub const ALLOW_WRITE: ListKey = ListKey {
+    section: "filesystem",
+    key: "allowWrite",
+};
+
+pub const ALLOWED_DOMAINS: ListKey = ListKey {
+    section: "network",
+    key: "allowedDomains",
+};
+
 /// `text` (the file's content, None when it does not exist) with `dir` added to
-/// `filesystem.allowWrite`. A layer replaces a list it sets, so a file that does not list
-/// allowWrite yet starts from `inherited` (what the layers below it grant), not from nothing.
-/// Pure.
+/// `filesystem.allowWrite` (see `with_entry`). Pure.
 pub fn with_allow_write(
     file: &Path,
     text: Option<&str>,
     inherited: &[String],
     dir: &str,
+) -> Result<String, EditError> {
+    with_entry(file, text, ALLOW_WRITE, inherited, dir)
+}
+
+/// `text` (the file's content, None when it does not exist) with `entry` added to the list
+/// at `at`. A layer replaces a list it sets, so a file that does not have the list yet starts
+/// from `inherited` (what the layers below it hold), not from nothing. Pure.
+pub fn with_entry(
+    file: &Path,
+    text: Option<&str>,
+    at: ListKey,
+    inherited: &[String],
+    entry: &str,
 ) -> Result<String, EditError> {
     let err = |message: String| EditError {
         file: file.to_path_buf(),
@@ -54,25 +82,26 @@ pub fn with_allow_write(
             "it does not hold one JSON object; fix it first, the file was left as it is".into(),
         ));
     };
-    let fs = top
-        .entry("filesystem")
+    let section = top
+        .entry(at.section)
         .or_insert_with(|| Value::Object(Map::new()));
-    let Value::Object(fs) = fs else {
-        return Err(err(
-            "its `filesystem` is not an object; fix it first, the file was left as it is".into(),
-        ));
+    let Value::Object(section) = section else {
+        return Err(err(format!(
+            "its `{}` is not an object; fix it first, the file was left as it is",
+            at.section
+        )));
     };
-    let list = fs
-        .entry("allowWrite")
+    let list = section
+        .entry(at.key)
         .or_insert_with(|| Value::Array(inherited.iter().cloned().map(Value::String).collect()));
     let Value::Array(list) = list else {
-        return Err(err(
-            "its `filesystem.allowWrite` is not a list; fix it first, the file was left as it is"
-                .into(),
-        ));
+        return Err(err(format!(
+            "its `{}.{}` is not a list; fix it first, the file was left as it is",
+            at.section, at.key
+        )));
     };
-    if !list.iter().any(|v| v.as_str() == Some(dir)) {
-        list.push(Value::String(dir.to_string()));
+    if !list.iter().any(|v| v.as_str() == Some(entry)) {
+        list.push(Value::String(entry.to_string()));
     }
     let mut out = serde_json::to_string_pretty(&root).map_err(|e| err(e.to_string()))?;
     out.push('\n');
@@ -168,6 +197,39 @@ mod tests {
             assert!(e.to_string().contains(F), "{e}");
             assert!(e.to_string().contains("left as it is"), "{e}");
         }
+    }
+
+    #[test]
+    fn a_domain_goes_into_network_allowed_domains_next_to_the_rest() {
+        let text = r#"{"network": {"deniedDomains": ["evil.com"]}, "mode": "rw"}"#;
+        let inherited = vec!["github.com".to_string()];
+        let out = with_entry(
+            Path::new(F),
+            Some(text),
+            ALLOWED_DOMAINS,
+            &inherited,
+            "pypi.org",
+        )
+        .unwrap();
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(
+            v["network"]["allowedDomains"],
+            serde_json::json!(["github.com", "pypi.org"])
+        );
+        assert_eq!(
+            v["network"]["deniedDomains"],
+            serde_json::json!(["evil.com"])
+        );
+        assert_eq!(v["mode"], "rw");
+        let e = with_entry(
+            Path::new(F),
+            Some(r#"{"network": []}"#),
+            ALLOWED_DOMAINS,
+            &[],
+            "a.b",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("`network` is not an object"), "{e}");
     }
 
     #[test]

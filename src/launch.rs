@@ -17,7 +17,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use std::sync::Arc;
+
 use crate::guard::Guard;
+use crate::net::gate::CommandNet;
 use crate::open::OpenError;
 use crate::platform::bwrap::{self, BwrapError, FdSource, ARGS_FD};
 use crate::platform::mounts::{self, Facts, FileKind, MountPlan, Scan};
@@ -43,6 +46,8 @@ pub enum LaunchError {
     Seccomp(crate::platform::seccomp::SeccompError),
     /// The socket supervisor could not be set up: bash stays blocked.
     Supervisor(String),
+    /// Filtered network without its proxy: the command does not run.
+    Proxy(String),
 }
 
 impl fmt::Display for LaunchError {
@@ -74,6 +79,10 @@ impl fmt::Display for LaunchError {
             ),
             LaunchError::Seccomp(e) => write!(f, "{e}"),
             LaunchError::Supervisor(e) => write!(f, "the socket supervisor: {e}"),
+            LaunchError::Proxy(e) => write!(
+                f,
+                "the network proxy could not be started ({e}); with --sandbox-network off the command runs without network"
+            ),
         }
     }
 }
@@ -107,6 +116,10 @@ pub struct Launch {
     pub unset_env: Vec<String>,
     /// The thread judging the command's `connect` and `bind` calls (bwrap on Linux).
     pub supervisor: Option<Supervisor>,
+    /// Environment variables the spawner must set (sandbox-exec; bwrap sets its own).
+    pub set_env: Vec<(String, String)>,
+    /// The command's proxy (filtered network): stopped when the command is over.
+    pub net: Option<Arc<CommandNet>>,
 }
 
 impl Launch {
@@ -287,6 +300,19 @@ fn bwrap_launch(
     #[cfg(target_os = "linux")]
     if built.fds.contains(&FdSource::SupervisorSocket) {
         let (ours, theirs) = socket_pair().map_err(|e| LaunchError::Supervisor(e.to_string()))?;
+        let door: Option<crate::platform::supervisor::Door> = match (plan.network, setup.net) {
+            (Network::Filtered, Some(net)) => {
+                let net = net.clone();
+                Some(Box::new(move |fd: OwnedFd| {
+                    // Not served, the door stays shut: the command has no network.
+                    let _ = net.serve(std::net::TcpListener::from(fd));
+                }))
+            }
+            (Network::Filtered, None) => {
+                return Err(LaunchError::Proxy("no proxy for this session".into()))
+            }
+            _ => None,
+        };
         supervisor = Some(
             Supervisor::start(
                 ours,
@@ -295,6 +321,7 @@ fn bwrap_launch(
                     allowed: setup.sockets.allowed.clone(),
                     allow_all: setup.sockets.allow_all,
                 },
+                door,
             )
             .map_err(|e| LaunchError::Supervisor(e.to_string()))?,
         );
@@ -346,6 +373,11 @@ fn bwrap_launch(
         placeholders: plan.placeholders.clone(),
         unset_env: setup.unset_env.to_vec(),
         supervisor,
+        set_env: vec![],
+        net: setup
+            .net
+            .filter(|_| plan.network == Network::Filtered)
+            .cloned(),
     })
 }
 
@@ -452,6 +484,8 @@ pub struct Setup<'a> {
     pub sockets: &'a Sockets,
     /// The policy's decision for this command.
     pub network: Network,
+    /// The command's side of the network gate (filtered network only).
+    pub net: Option<&'a Arc<CommandNet>>,
     /// Where temp files go (the host's TMPDIR).
     pub tmp_dir: &'a Path,
     /// What the guard keeps read-only in bash's writable trees, found now.
@@ -603,6 +637,7 @@ pub fn seatbelt_policy(
         protected,
         protected_regexes: surface_regexes(&scan.git_dirs),
         network,
+        proxy_port: None,
     };
     for p in guard.deny_read_paths() {
         match mounts::kind_on_disk(p) {
@@ -626,11 +661,45 @@ pub fn seatbelt_policy(
     policy
 }
 
+#[path = "../crates/pi-sandbox-init/src/proxy_env.rs"]
+mod proxy_env;
+
+/// The proxy variables for a proxy on `port` of the loopback (what `pi-sandbox-init` sets
+/// inside bwrap, where the port is only known inside).
+pub fn proxy_env(port: u16) -> Vec<(String, String)> {
+    proxy_env::proxy_env(port)
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+}
+
 /// A sandbox-exec launch of the shell command `command` (`bash -l <script>` under a
 /// generated profile).
 pub fn seatbelt(setup: &Setup, command: &str) -> Result<Launch, LaunchError> {
     let (program, tmp_dir) = (setup.program, setup.tmp_dir);
-    let policy = seatbelt_policy(setup.guard, setup.network, tmp_dir, setup.scan);
+    let mut policy = seatbelt_policy(setup.guard, setup.network, tmp_dir, setup.scan);
+    let mut set_env = setup.set_env.to_vec();
+    // No namespaces on macOS: the proxy listens on the host's loopback, and the profile
+    // lets the command connect to that one port.
+    let net = match (setup.network, setup.net) {
+        (Network::Filtered, Some(net)) => {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0")
+                .map_err(|e| LaunchError::Proxy(e.to_string()))?;
+            let port = listener
+                .local_addr()
+                .map_err(|e| LaunchError::Proxy(e.to_string()))?
+                .port();
+            net.serve(listener)
+                .map_err(|e| LaunchError::Proxy(e.to_string()))?;
+            policy.proxy_port = Some(port);
+            set_env.extend(proxy_env(port));
+            Some(net.clone())
+        }
+        (Network::Filtered, None) => {
+            return Err(LaunchError::Proxy("no proxy for this session".into()))
+        }
+        _ => None,
+    };
     let profile = seatbelt::build(&policy);
     let profile_file = write_temp(tmp_dir, "pi-sandbox", ".sb", profile.as_bytes())?;
     let script = match write_script(tmp_dir, command) {
@@ -656,6 +725,8 @@ pub fn seatbelt(setup: &Setup, command: &str) -> Result<Launch, LaunchError> {
         placeholders: vec![],
         unset_env: setup.unset_env.to_vec(),
         supervisor: None,
+        set_env,
+        net,
     })
 }
 
@@ -688,6 +759,7 @@ mod tests {
             set_env: &[],
             sockets: &NO_SOCKETS,
             network: Network::Off,
+            net: None,
             tmp_dir: tmp,
             scan,
         }

@@ -261,6 +261,21 @@ impl PreparedCommand {
             .unwrap_or_default()
     }
 
+    /// Environment variables to set in the child's environment (sandbox-exec's proxy
+    /// variables; bwrap sets its own), as [name, value] pairs.
+    #[napi(getter, catch_unwind)]
+    pub fn set_env(&self) -> Vec<Vec<String>> {
+        self.launch
+            .as_ref()
+            .map(|l| {
+                l.set_env
+                    .iter()
+                    .map(|(k, v)| vec![k.clone(), v.clone()])
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// All of the sandbox's arguments, options included, for display.
     #[napi(getter, catch_unwind)]
     pub fn shown(&self) -> Option<Vec<String>> {
@@ -306,39 +321,51 @@ impl PreparedCommand {
     /// when all is well, or when this command was audited already.
     #[napi(catch_unwind)]
     pub fn finish(&mut self) -> Vec<String> {
-        let supervisor = self.discard();
-        finished(supervisor, self.audit.take())
+        let ended = self.discard();
+        finished(ended, self.audit.take())
     }
 
     /// `finish`, with the audit off Node's main thread.
     #[napi(ts_return_type = "Promise<Array<string>>")]
     pub fn finish_async(&mut self) -> AsyncTask<AuditTask> {
-        let supervisor = self.discard();
+        let ended = self.discard();
         AsyncTask::new(AuditTask {
             audit: self.audit.take(),
-            supervisor,
+            ended: Some(ended),
         })
     }
 }
 
 impl PreparedCommand {
-    /// Drops the launch (its fds, its temp files); its socket supervisor, if any, is handed
-    /// back for what it refused.
-    fn discard(&mut self) -> Option<crate::launch::Supervisor> {
-        let mut l = self.launch.take()?;
+    /// Drops the launch (its fds, its temp files); its socket supervisor and its proxy, if
+    /// any, are handed back for what they refused.
+    fn discard(&mut self) -> Ended {
+        let Some(mut l) = self.launch.take() else {
+            return Ended::default();
+        };
         l.discard();
-        l.supervisor.take()
+        Ended {
+            supervisor: l.supervisor.take(),
+            net: l.net.take(),
+        }
     }
 }
 
-/// After a command: what the socket supervisor refused (it waits a moment for the command's
-/// last process to go) and what the audit found, one sentence each; the refusals go to the
-/// violation log (the audit logs its own findings).
-fn finished(
+/// What of a launch outlives it until the command is over.
+#[derive(Default)]
+struct Ended {
     supervisor: Option<crate::launch::Supervisor>,
-    ticket: Option<(Arc<Commands>, Ticket)>,
-) -> Vec<String> {
+    net: Option<Arc<crate::net::gate::CommandNet>>,
+}
+
+/// After a command: what the socket supervisor refused (it waits a moment for the command's
+/// last process to go), the hosts its proxy blocked (the proxy stops), and what the audit
+/// found, one sentence each; the socket refusals go to the violation log (the proxy and the
+/// audit log their own).
+fn finished(ended: Ended, ticket: Option<(Arc<Commands>, Ticket)>) -> Vec<String> {
+    let Ended { supervisor, net } = ended;
     let refused = supervisor.map(|s| s.finish()).unwrap_or_default();
+    let blocked_hosts = net.map(|n| n.finish()).unwrap_or_default();
     if let Some((commands, _)) = &ticket {
         if !refused.is_empty() {
             commands.session().log_socket_refusals(&refused);
@@ -354,6 +381,7 @@ fn finished(
             }
         })
         .collect();
+    out.extend(blocked_hosts);
     out.extend(audit(ticket));
     out
 }
@@ -382,7 +410,7 @@ fn audit(ticket: Option<(Arc<Commands>, Ticket)>) -> Vec<String> {
 
 pub struct AuditTask {
     audit: Option<(Arc<Commands>, Ticket)>,
-    supervisor: Option<crate::launch::Supervisor>,
+    ended: Option<Ended>,
 }
 
 impl Task for AuditTask {
@@ -391,8 +419,8 @@ impl Task for AuditTask {
 
     fn compute(&mut self) -> napi::Result<Vec<String>> {
         let ticket = self.audit.take();
-        let supervisor = self.supervisor.take();
-        guarded(move || finished(supervisor, ticket))
+        let ended = self.ended.take().unwrap_or_default();
+        guarded(move || finished(ended, ticket))
     }
 
     fn resolve(&mut self, _env: napi::Env, output: Vec<String>) -> napi::Result<Vec<String>> {
@@ -440,7 +468,7 @@ enum Preparation {
 fn prepare_on(
     commands: &Commands,
     what: &Preparation,
-    network: Network,
+    network: Option<Network>,
 ) -> (Prepared, Option<Ticket>) {
     commands.prepare(|session| {
         session.refresh();
@@ -454,7 +482,7 @@ fn prepare_on(
 pub struct PrepareTask {
     commands: Arc<Commands>,
     what: Preparation,
-    network: Network,
+    network: Option<Network>,
 }
 
 impl Task for PrepareTask {
@@ -584,19 +612,18 @@ impl Task for LoadTask {
     }
 
     fn resolve(&mut self, _env: napi::Env, session: Session) -> napi::Result<Sandbox> {
-        Ok(Sandbox {
-            commands: Arc::new(Commands::new(session)),
-        })
+        Ok(Sandbox::of(session))
     }
 }
 
-fn parse_network(network: Option<String>) -> napi::Result<Network, String> {
+/// The network mode asked for; None (or "") for the session's default.
+fn parse_network(network: Option<String>) -> napi::Result<Option<Network>, String> {
     match network.as_deref() {
-        None => Ok(Network::Off),
-        Some(n) => Network::parse(n).ok_or_else(|| {
+        None | Some("") => Ok(None),
+        Some(n) => Network::parse(n).map(Some).ok_or_else(|| {
             js_error(
                 "E_BAD_NETWORK",
-                format!("unknown network mode {n:?}; use \"on\" or \"off\""),
+                format!("unknown network mode {n:?}; use \"filtered\", \"off\" or \"on\""),
             )
         }),
     }
@@ -667,7 +694,50 @@ impl RedactStream {
 #[napi]
 pub struct Sandbox {
     commands: Arc<Commands>,
+    /// The session's network gate, reached without the session's lock (its questions come
+    /// from proxy threads while a command holds the session).
+    gate: Arc<crate::net::gate::Gate>,
+    questions: Arc<NetworkQuestions>,
 }
+
+impl Sandbox {
+    fn of(session: Session) -> Sandbox {
+        let gate = session.gate();
+        Sandbox {
+            commands: Arc::new(Commands::new(session)),
+            gate,
+            questions: Arc::default(),
+        }
+    }
+}
+
+/// Questions of the network gate sent to JS and not answered yet, by id.
+#[derive(Default)]
+pub struct NetworkQuestions {
+    next: std::sync::atomic::AtomicU32,
+    waiting: std::sync::Mutex<std::collections::HashMap<u32, std::sync::mpsc::Sender<String>>>,
+}
+
+/// How long a connection waits for the user's answer before it is refused.
+const NETWORK_ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// A question of the network gate for the user: answer it with `answerNetworkPrompt(id, choice)`.
+#[napi(object)]
+pub struct JsNetworkQuestion {
+    pub id: u32,
+    pub host: String,
+    pub port: u32,
+    pub prompt: JsPrompt,
+}
+
+type NetworkCallback = napi::threadsafe_function::ThreadsafeFunction<
+    JsNetworkQuestion,
+    (),
+    JsNetworkQuestion,
+    napi::Status,
+    false,
+    true,
+>;
 
 /// The session options `load` and `loadAsync` take, checked.
 fn session_options(options: LoadOptions) -> napi::Result<Options, String> {
@@ -705,9 +775,7 @@ fn session_options(options: LoadOptions) -> napi::Result<Options, String> {
 impl Sandbox {
     #[napi(factory, catch_unwind)]
     pub fn load(options: LoadOptions) -> napi::Result<Sandbox, String> {
-        Ok(Sandbox {
-            commands: Arc::new(Commands::new(Session::load(session_options(options)?))),
-        })
+        Ok(Sandbox::of(Session::load(session_options(options)?)))
     }
 
     /// `load`, with the config files read and compiled off Node's main thread.
@@ -898,6 +966,9 @@ impl Sandbox {
                 target: v.target,
                 rule: v.rule,
                 source: v.source,
+                decision: v.decision,
+                host: v.host,
+                port: v.port.map(u32::from),
             })
             .collect()
     }
@@ -941,7 +1012,8 @@ impl Sandbox {
     }
 
     /// Prepares a shell command for pi's bash: the policy's verdict and, when sandboxed, what
-    /// to spawn (see `PreparedCommand`). `network`: "on" | "off" (default off).
+    /// to spawn (see `PreparedCommand`). `network`: "filtered" | "off" | "on"; by default
+    /// filtered when the config lists domains, else off (see `defaultNetwork`).
     /// At most one sandboxed command of a session is outstanding: another is refused until
     /// the first one's `finish`.
     #[napi(catch_unwind)]
@@ -990,6 +1062,81 @@ impl Sandbox {
         ))
     }
 
+    /// The network mode a command gets when none is asked for: "filtered" when the config
+    /// lists domains, else "off".
+    #[napi(getter, catch_unwind)]
+    pub fn default_network(&self) -> String {
+        self.commands.session().default_network().name().into()
+    }
+
+    /// Who asks the user about hosts no network list names (filtered network). `callback`
+    /// gets each question and must answer it with `answerNetworkPrompt(id, choice)`: a
+    /// choice id of the question's prompt, or "noUi" when it cannot ask (refused with the
+    /// prompt's `noUi` text). Without a callback such hosts are refused. The callback does
+    /// not keep Node's event loop alive.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "callback?: ((question: JsNetworkQuestion) => void) | null"
+    )]
+    pub fn on_network_prompt(&self, callback: Option<NetworkCallback>) {
+        let Some(callback) = callback else {
+            self.gate.set_asker(None);
+            return;
+        };
+        let questions = self.questions.clone();
+        let asker: crate::net::gate::Asker = Arc::new(move |q: &crate::net::gate::Question| {
+            use std::sync::atomic::Ordering;
+            let id = questions.next.fetch_add(1, Ordering::Relaxed);
+            let (tx, rx) = std::sync::mpsc::channel();
+            questions
+                .waiting
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(id, tx);
+            let status = callback.call(
+                JsNetworkQuestion {
+                    id,
+                    host: q.host.clone(),
+                    port: q.port.into(),
+                    prompt: q.prompt.clone().into(),
+                },
+                napi::threadsafe_function::ThreadsafeFunctionCallMode::NonBlocking,
+            );
+            let answer = if status == napi::Status::Ok {
+                rx.recv_timeout(NETWORK_ANSWER_TIMEOUT).ok()
+            } else {
+                None
+            };
+            questions
+                .waiting
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&id);
+            match answer.as_deref() {
+                None | Some("noUi") => None,
+                Some(_) => answer,
+            }
+        });
+        self.gate.set_asker(Some(asker));
+    }
+
+    /// The user's answer to the network question `id`: "abort", "once", "session" (stored in
+    /// the approvals store), "always", "project" / "global" (allowed for the running command;
+    /// call `grantDomain` first to write the config file), or "noUi". An id no longer waited
+    /// for (answered, timed out) is ignored.
+    #[napi(catch_unwind)]
+    pub fn answer_network_prompt(&self, id: u32, answer: String) {
+        let waiting = self
+            .questions
+            .waiting
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
+        if let Some(tx) = waiting {
+            let _ = tx.send(answer);
+        }
+    }
+
     /// For a sandboxed command's output: one sentence for each path an error line reports as
     /// read-only or busy that the sandbox keeps so, with the rule and how to change it.
     #[napi(catch_unwind)]
@@ -1021,6 +1168,24 @@ impl Sandbox {
         let p = session_path(&session, &path)?;
         session
             .grant_write(&p, scope)
+            .map_err(|e| js_error("E_GRANT", e))
+    }
+
+    /// The user allowed `host` from the network prompt: session (approvals store), project
+    /// or global (added to network.allowedDomains of that config file). Takes effect at once,
+    /// for the running command too. A host deniedDomains lists is refused. Returns a
+    /// sentence saying where the grant went.
+    #[napi(catch_unwind)]
+    pub fn grant_domain(&mut self, host: String, scope: String) -> napi::Result<String, String> {
+        let scope = WriteScope::parse(&scope).ok_or_else(|| {
+            js_error(
+                "E_BAD_SCOPE",
+                format!("unknown scope {scope:?}: session, project or global"),
+            )
+        })?;
+        self.commands
+            .session()
+            .grant_domain(&host, scope)
             .map_err(|e| js_error("E_GRANT", e))
     }
 
@@ -1122,9 +1287,11 @@ impl Sandbox {
     }
 
     /// The effective configuration as text, each value with the file it came from.
+    /// `network`: the mode asked for (`--sandbox-network`), to say what bash gets.
     #[napi(catch_unwind)]
-    pub fn describe(&self) -> String {
-        self.commands.session().describe()
+    pub fn describe(&self, network: Option<String>) -> napi::Result<String, String> {
+        let asked = parse_network(network)?;
+        Ok(self.commands.session().describe(asked))
     }
 }
 
@@ -1146,13 +1313,17 @@ pub fn parse_mode(mode: String) -> napi::Result<String, String> {
 pub struct JsViolation {
     /// RFC 3339, UTC.
     pub time: String,
-    /// `guard`, `audit`, `sockets` (and `network` once the proxy lands).
+    /// `guard`, `audit`, `sockets`, `network`.
     pub layer: String,
     pub operation: String,
-    /// The path or host concerned.
+    /// The path, or `host:port`.
     pub target: String,
     pub rule: String,
     pub source: String,
+    /// The network proxy's entries: "allowed" or "denied".
+    pub decision: Option<String>,
+    pub host: Option<String>,
+    pub port: Option<u32>,
 }
 
 #[napi(object)]

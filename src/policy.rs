@@ -7,8 +7,13 @@ use crate::platform::detect::Capability;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Network {
+    /// The host's network, unfiltered: an explicit user choice.
     On,
+    /// No network: an empty network namespace.
     Off,
+    /// An empty network namespace whose one way out is the session's proxy, which lets
+    /// through the hosts network.allowedDomains (or the user) allows.
+    Filtered,
 }
 
 impl Network {
@@ -16,7 +21,31 @@ impl Network {
         match s {
             "on" => Some(Network::On),
             "off" => Some(Network::Off),
+            "filtered" => Some(Network::Filtered),
             _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Network::On => "on",
+            Network::Off => "off",
+            Network::Filtered => "filtered",
+        }
+    }
+
+    /// Whether the command gets a network namespace of its own (no host interface in it).
+    pub fn own_namespace(self) -> bool {
+        self != Network::On
+    }
+
+    /// The mode when the user asked for none (`--sandbox-network` unset): filtered when the
+    /// config lists domains, else off. Never on: that takes an explicit choice.
+    pub fn default_for(lists_domains: bool) -> Network {
+        if lists_domains {
+            Network::Filtered
+        } else {
+            Network::Off
         }
     }
 }
@@ -185,5 +214,17 @@ mod tests {
                 network: Network::On
             }
         );
+    }
+
+    #[test]
+    fn network_modes_parse_and_default_to_filtered_only_when_domains_are_listed() {
+        for n in [Network::On, Network::Off, Network::Filtered] {
+            assert_eq!(Network::parse(n.name()), Some(n));
+        }
+        assert_eq!(Network::parse("ON"), None);
+        assert_eq!(Network::default_for(true), Network::Filtered);
+        assert_eq!(Network::default_for(false), Network::Off);
+        assert!(Network::Filtered.own_namespace() && Network::Off.own_namespace());
+        assert!(!Network::On.own_namespace());
     }
 }

@@ -17,7 +17,7 @@ pub struct Choice {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prompt {
-    /// `write`, `envRead`, `command`, `commandKey`, `trust`.
+    /// `write`, `envRead`, `envWrite`, `command`, `commandKey`, `trust`, `network`.
     pub kind: &'static str,
     /// The question, with what and why (shown as the dialog's title).
     pub title: String,
@@ -171,6 +171,37 @@ pub fn command_key(command: &str, prefixes: &[Vec<String>]) -> Prompt {
         choices,
         declined: "Blocked: the user cancelled running this command unsandboxed.".into(),
         no_ui: String::new(),
+    }
+}
+
+/// A sandboxed command wants to reach a host that neither network list names.
+pub fn network_host(host: &str, port: u16, project_file: &Path, global_file: &Path) -> Prompt {
+    let host = shown(host);
+    let (project, global) = (shown_path(project_file), shown_path(global_file));
+    Prompt {
+        kind: "network",
+        title: format!(
+            "Sandbox: allow the running command to connect to {host} (port {port})?\n\n{host} is in neither network.allowedDomains nor network.deniedDomains. Allowing lets sandboxed commands reach it on any port; what they send there leaves this machine."
+        ),
+        choices: vec![
+            choice("abort", "Deny"),
+            choice("once", "Allow for this command"),
+            choice("session", format!("Allow {host} for this session")),
+            choice(
+                "project",
+                format!("Allow {host} for this project (saved in {project})"),
+            ),
+            choice(
+                "global",
+                format!("Allow {host} for all projects (saved in {global})"),
+            ),
+        ],
+        declined: format!(
+            "Blocked: a connection to {host}:{port}; the user was asked and declined. Do not try to reach it another way; continue without it or ask the user."
+        ),
+        no_ui: format!(
+            "Blocked: a connection to {host}:{port}: {host} is not in network.allowedDomains, and there is no UI to ask the user. To allow it, add \"{host}\" to network.allowedDomains in {global} (all projects) or {project} (this project)."
+        ),
     }
 }
 

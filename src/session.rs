@@ -11,10 +11,12 @@ use serde_json::Value;
 use crate::approvals::{self, Grant, Scope, Snapshot, Store};
 use crate::audit::{Auditor, Finding};
 use crate::config::{self, Config, ConfigError, Env, Mode, Source, MODE_HELP};
+use crate::config_edit::{ListKey, ALLOWED_DOMAINS, ALLOW_WRITE};
 use crate::environment::{self, EnvPolicy};
 use crate::guard::{ApprovalMode, Decision, Guard, GuardError, KnownGitDirs, Op, Step, Verdict};
 use crate::index::Index;
 use crate::launch::{self, Command, Launch, LaunchError};
+use crate::net::gate::{self, CommandNet, Gate};
 use crate::open::{self, OpenError};
 use crate::platform::detect::{self, Capability};
 use crate::platform::mounts::{Found, Scan};
@@ -66,6 +68,14 @@ pub struct Options {
     pub session_id: Option<String>,
 }
 
+/// The id session-scoped grants are stored under: pi's session id, else this process's.
+fn session_id_of(options: &Options) -> String {
+    options
+        .session_id
+        .clone()
+        .unwrap_or_else(|| format!("process {}", std::process::id()))
+}
+
 /// How the user granted an entry, for rule sources and messages.
 fn granted_how(e: &approvals::Entry) -> String {
     match e.scope {
@@ -80,6 +90,32 @@ fn env_read_grants(granted: &Snapshot) -> Vec<(PathBuf, String)> {
         .env_read_grants()
         .map(|(path, e)| (path.to_path_buf(), granted_how(e)))
         .collect()
+}
+
+/// The network gate's rules: the config's domain lists and the hosts the user allowed.
+fn net_rules(config: &Config, granted: &Snapshot, env: &Env) -> Result<gate::Rules, LoadError> {
+    let filter = crate::net::domains::DomainFilter::new(
+        &config.allowed_domains.value,
+        &config.denied_domains.value,
+    )
+    .map_err(|e| LoadError {
+        code: "E_CONFIG_SCHEMA",
+        message: format!("{}[{}]: {}", e.key, e.index, e.error),
+        file: None,
+    })?;
+    let granted = granted
+        .network_grants()
+        .filter_map(|(host, e)| {
+            let h = crate::net::domains::parse_host(host).ok()?;
+            Some((h, granted_how(e)))
+        })
+        .collect();
+    Ok(gate::Rules {
+        filter,
+        granted,
+        project_file: env.project_config(),
+        global_file: env.global_config(),
+    })
 }
 
 /// Where a write grant goes.
@@ -210,12 +246,15 @@ pub struct Session {
     session_writes: Vec<(String, Source)>,
     /// Paths the user allowed once, for the tool call being run (cleared by the next one).
     once: std::cell::RefCell<Vec<(Op, PathBuf)>>,
+    /// The network proxy's decisions for filtered commands (rules replaced at each load).
+    gate: Arc<Gate>,
 }
 
 struct Loaded {
     config: Config,
     guard: Guard,
     env_policy: EnvPolicy,
+    net_rules: gate::Rules,
 }
 
 fn stamp_of(files: &[PathBuf]) -> Stamp {
@@ -233,7 +272,14 @@ impl Session {
     pub fn load(options: Options) -> Session {
         let log = ViolationLog::in_agent_dir(&options.env.agent_dir);
         let store = Store::in_agent_dir(&options.env.agent_dir).map_err(|e| e.to_string());
+        let session_id = session_id_of(&options);
+        let gate = Arc::new(Gate::new(
+            log.clone(),
+            store.as_ref().ok().map(|s| (s.clone(), session_id)),
+            crate::net::proxy::system_resolver(),
+        ));
         let mut s = Session {
+            gate,
             store,
             granted: Snapshot::empty(),
             session_writes: vec![],
@@ -267,10 +313,12 @@ impl Session {
 
     /// The id session-scoped grants are stored under.
     fn session_id(&self) -> String {
-        self.options
-            .session_id
-            .clone()
-            .unwrap_or_else(|| format!("process {}", std::process::id()))
+        session_id_of(&self.options)
+    }
+
+    /// The network gate, to answer its questions from outside the session's lock.
+    pub fn gate(&self) -> Arc<Gate> {
+        self.gate.clone()
     }
 
     /// Re-reads every layer now.
@@ -291,6 +339,11 @@ impl Session {
         if let (Ok(loaded), Some((mode, how))) = (&mut self.state, &self.mode_override) {
             loaded.guard.set_mode(*mode, how);
         }
+        self.gate.set_rules(match &self.state {
+            Ok(loaded) => loaded.net_rules.clone(),
+            // Nothing runs meanwhile; if something asks, nothing is allowed.
+            Err(_) => gate::Rules::default(),
+        });
         // A new policy judges paths differently: a new index, built in the background.
         self.index = match &self.state {
             Ok(loaded) if index_wanted() => Some(Index::start(&loaded.guard)),
@@ -377,10 +430,12 @@ impl Session {
                     file: None,
                 },
             )?;
+        let net_rules = net_rules(&config, granted, &self.options.env)?;
         Ok(Loaded {
             config,
             guard,
             env_policy,
+            net_rules,
         })
     }
 
@@ -667,22 +722,24 @@ impl Session {
     }
 
     /// How a shell command runs: the policy's decision, and for a sandboxed run the launch.
-    pub fn prepare_bash(&self, command: &str, network: Network) -> Prepared {
+    /// `network`: what the user asked for (`--sandbox-network`), None for the default.
+    pub fn prepare_bash(&self, command: &str, network: Option<Network>) -> Prepared {
         self.prepare(Command::Shell(command), network)
     }
 
     /// Like `prepare_bash` for an argv run without a shell (the CLI's `run -- CMD ARGS`).
-    pub fn prepare_argv(&self, argv: &[std::ffi::OsString], network: Network) -> Prepared {
+    pub fn prepare_argv(&self, argv: &[std::ffi::OsString], network: Option<Network>) -> Prepared {
         self.prepare(Command::Argv(argv), network)
     }
 
-    fn prepare(&self, command: Command, network: Network) -> Prepared {
+    fn prepare(&self, command: Command, network: Option<Network>) -> Prepared {
         let guard = match self.guard() {
             Some(g) => g,
             None => {
                 return Prepared::Denied(self.refused(Op::Write, &self.options.env.cwd).reason);
             }
         };
+        let network = network.unwrap_or_else(|| self.default_network());
         let capability = detect::detect();
         let text = match &command {
             Command::Shell(text) => Some(*text),
@@ -735,7 +792,18 @@ impl Session {
             |p| guard.check(Op::Write, p).allowed(),
         );
         let sockets = self.sockets();
+        let net = (network == Network::Filtered).then(|| CommandNet::new(self.gate.clone()));
+        let mut set_env = set_env;
+        if network == Network::Filtered {
+            let no_proxy = gate::no_proxy(&self.gate.rules());
+            for name in ["NO_PROXY", "no_proxy"] {
+                set_env.push((name.into(), no_proxy.into()));
+            }
+            // Node's own fetch and http honour the proxy variables only when told to (22.21+).
+            set_env.push(("NODE_USE_ENV_PROXY".into(), "1".into()));
+        }
         let setup = |program, features| launch::Setup {
+            net: net.as_ref(),
             guard,
             program,
             features,
@@ -767,6 +835,42 @@ impl Session {
             auditor.baseline_paths(&l.placeholders);
         }
         built(launch)
+    }
+
+    /// What bash's network is, and whether the domain lists are enforced.
+    fn network_report(&self, asked: Option<Network>) -> String {
+        let mode = asked.unwrap_or_else(|| self.default_network());
+        let how = match asked {
+            Some(_) => "--sandbox-network",
+            None if mode == Network::Filtered => "the default: the config lists domains",
+            None => "the default: the config lists no domains",
+        };
+        let mut out = format!("\nNetwork for bash: {} ({how})\n", mode.name());
+        let what = match mode {
+            Network::Filtered => "network.allowedDomains and network.deniedDomains are ENFORCED: a command's only way out is this session's proxy (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY); deniedDomains is refused, any other unlisted host is asked about (refused without a UI); each decision goes to the violation log",
+            Network::Off => "no network at all; network.allowedDomains and network.deniedDomains are not consulted",
+            Network::On => "the host's network, unfiltered: network.allowedDomains and network.deniedDomains are NOT enforced",
+        };
+        let _ = writeln!(out, "  {what}");
+        let granted = self.gate.rules().granted;
+        if mode == Network::Filtered && !granted.is_empty() {
+            let _ = writeln!(out, "  hosts you allowed from a prompt:");
+            for (host, how) in granted {
+                let _ = writeln!(out, "    {host} — {how}");
+            }
+        }
+        out
+    }
+
+    /// The network mode when the user chose none: filtered when the config lists domains.
+    pub fn default_network(&self) -> Network {
+        match &self.state {
+            Ok(l) => Network::default_for(
+                !l.config.allowed_domains.value.is_empty()
+                    || !l.config.denied_domains.value.is_empty(),
+            ),
+            Err(_) => Network::Off,
+        }
     }
 
     /// After a sandboxed command: neutralises control-surface paths it created (a `.pi`
@@ -967,39 +1071,14 @@ impl Session {
             }
             WriteScope::Project => {
                 let file = env.project_config();
-                // A file the user trusted (or that widened nothing) stays trusted with the
-                // grant added: the change is the user's own.
-                let keep_trust = self
-                    .state
-                    .as_ref()
-                    .ok()
-                    .and_then(|l| l.config.project.as_ref())
-                    .is_none_or(|p| p.trust == Trust::Trusted);
-                let inherited = self.inherited_allow_write(&env)?;
-                add_allow_write(&file, &inherited, &dir)?;
-                if keep_trust {
-                    // Trust is keyed by the content and what its paths resolve to now (see
-                    // `config::load`): loaded again to learn the new key.
-                    self.reload();
-                    let key = self
-                        .project_layer()
-                        .map(|p| p.sha256.clone())
-                        .ok_or_else(|| {
-                            format!("{} could not be loaded after the grant", file.display())
-                        })?;
-                    self.store()?
-                        .grant(
-                            Scope::Always,
-                            Grant::ProjectTrust {
-                                file: file.clone(),
-                                sha256: key,
-                                trusted: true,
-                            },
-                            &self.session_id(),
-                            "user: write prompt (allow for this project)",
-                        )
-                        .map_err(|e| e.to_string())?;
-                } else {
+                let inherited = self.inherited_list(&env, |c| c.allow_write.value)?;
+                let trusted = self.add_to_project_file(
+                    ALLOW_WRITE,
+                    &inherited,
+                    &dir,
+                    "user: write prompt (allow for this project)",
+                )?;
+                if !trusted {
                     // The file's other widening rules are not trusted, so the file does not
                     // apply as a whole: the grant holds for this session meanwhile.
                     self.session_writes.push((
@@ -1015,7 +1094,7 @@ impl Session {
             WriteScope::Global => {
                 let file = env.global_config();
                 let defaults = Config::defaults_for(&env).allow_write.value;
-                add_allow_write(&file, &defaults, &dir)?;
+                add_list_entry(&file, ALLOW_WRITE, &defaults, &dir)?;
                 format!("in {}", file.display())
             }
         };
@@ -1023,13 +1102,118 @@ impl Session {
         Ok(format!("Writes in {dir} are allowed {landed}."))
     }
 
-    /// What allowWrite is below the project file: the defaults, or the global file's list.
-    fn inherited_allow_write(&self, env: &Env) -> Result<Vec<String>, String> {
+    /// A list as it stands below the project file: the defaults, or the global file's.
+    fn inherited_list(
+        &self,
+        env: &Env,
+        pick: impl Fn(Config) -> Vec<String>,
+    ) -> Result<Vec<String>, String> {
         let global = env.global_config();
         let text = std::fs::read_to_string(&global).ok();
         config::merge(Config::defaults_for(env), &[(global, text)])
-            .map(|c| c.allow_write.value)
+            .map(pick)
             .map_err(|e| e.to_string())
+    }
+
+    /// Adds `entry` to the list `at` of the project's config file. A file the user trusted
+    /// (or that widened nothing) stays trusted with the entry added: the change is the
+    /// user's own. Returns whether the file applies (is trusted) after the change.
+    fn add_to_project_file(
+        &mut self,
+        at: ListKey,
+        inherited: &[String],
+        entry: &str,
+        granted_by: &str,
+    ) -> Result<bool, String> {
+        let file = self.options.env.project_config();
+        let keep_trust = self
+            .state
+            .as_ref()
+            .ok()
+            .and_then(|l| l.config.project.as_ref())
+            .is_none_or(|p| p.trust == Trust::Trusted);
+        add_list_entry(&file, at, inherited, entry)?;
+        if !keep_trust {
+            return Ok(false);
+        }
+        // Trust is keyed by the content and what its paths resolve to now (see
+        // `config::load`): loaded again to learn the new key.
+        self.reload();
+        let key = self
+            .project_layer()
+            .map(|p| p.sha256.clone())
+            .ok_or_else(|| format!("{} could not be loaded after the grant", file.display()))?;
+        self.store()?
+            .grant(
+                Scope::Always,
+                Grant::ProjectTrust {
+                    file,
+                    sha256: key,
+                    trusted: true,
+                },
+                &self.session_id(),
+                granted_by,
+            )
+            .map_err(|e| e.to_string())?;
+        Ok(true)
+    }
+
+    /// The user allowed a host from the network prompt "for this project" or "for all
+    /// projects": added to network.allowedDomains of that config file (for this project,
+    /// while the file is not trusted, for this session instead). `host` is refused if the
+    /// rules deny it: a prompt's answer never lifts deniedDomains. Returns what was done.
+    pub fn grant_domain(&mut self, host: &str, scope: WriteScope) -> Result<String, String> {
+        let parsed = crate::net::domains::parse_host(host).map_err(|e| e.to_string())?;
+        let host = parsed.to_string();
+        if let gate::Judgement::Denied(rule) = self.gate.rules().judge(&parsed) {
+            return Err(format!(
+                "{host} cannot be allowed from a prompt: it is denied by {rule}"
+            ));
+        }
+        let env = self.options.env.clone();
+        let session_grant = |s: &Self| -> Result<(), String> {
+            s.store()?
+                .grant(
+                    Scope::Session,
+                    Grant::NetworkHost { host: host.clone() },
+                    &s.session_id(),
+                    "user: network prompt",
+                )
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        };
+        let landed = match scope {
+            WriteScope::Session => {
+                session_grant(self)?;
+                "for this session".to_string()
+            }
+            WriteScope::Project => {
+                let file = env.project_config();
+                let inherited = self.inherited_list(&env, |c| c.allowed_domains.value)?;
+                if self.add_to_project_file(
+                    ALLOWED_DOMAINS,
+                    &inherited,
+                    &host,
+                    "user: network prompt (allow for this project)",
+                )? {
+                    format!("in {}", file.display())
+                } else {
+                    session_grant(self)?;
+                    format!(
+                        "in {} (for this session until you trust that file: /sandbox trust)",
+                        file.display()
+                    )
+                }
+            }
+            WriteScope::Global => {
+                let file = env.global_config();
+                let defaults = Config::defaults_for(&env).allowed_domains.value;
+                add_list_entry(&file, ALLOWED_DOMAINS, &defaults, &host)?;
+                format!("in {}", file.display())
+            }
+        };
+        self.reload();
+        Ok(format!("Connections to {host} are allowed {landed}."))
     }
 
     /// The user allowed an env file (the env prompt): `once` for the tool call being run (a
@@ -1186,9 +1370,10 @@ impl Session {
     }
 
     /// The effective configuration, each value with the file it came from.
-    pub fn describe(&self) -> String {
+    pub fn describe(&self, network: Option<Network>) -> String {
         let state = self.state.as_ref().map(|l| (&l.config, &l.guard));
         let mut out = crate::report::describe(&self.options.env.cwd, state);
+        out.push_str(&self.network_report(network));
         let _ = writeln!(
             out,
             "\nBash's index of the writable trees: {}",
@@ -1228,6 +1413,7 @@ impl Session {
                     )
                 }
                 Grant::EnvRead { path } => format!("read {}", path.display()),
+                Grant::NetworkHost { host } => format!("connect to {host} (any port)"),
                 Grant::ProjectTrust { file, trusted, .. } => format!(
                     "{} {}",
                     if *trusted { "trust" } else { "do not trust" },
@@ -1287,13 +1473,18 @@ impl Session {
 }
 
 /// Adds `dir` to `file`'s allowWrite (see `config_edit`).
-fn add_allow_write(file: &Path, inherited: &[String], dir: &str) -> Result<(), String> {
+fn add_list_entry(
+    file: &Path,
+    at: ListKey,
+    inherited: &[String],
+    entry: &str,
+) -> Result<(), String> {
     let text = match std::fs::read_to_string(file) {
         Ok(t) => Some(t),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(format!("cannot read {}: {e}", file.display())),
     };
-    let new = crate::config_edit::with_allow_write(file, text.as_deref(), inherited, dir)
+    let new = crate::config_edit::with_entry(file, text.as_deref(), at, inherited, entry)
         .map_err(|e| e.to_string())?;
     crate::config_edit::replace_file(file, &new).map_err(|e| e.to_string())
 }
@@ -1445,7 +1636,7 @@ mod tests {
             .check_tool("read", &serde_json::json!({"path": "src.rs"}))
             .unwrap();
         assert_eq!(tc.decision.verdict, Verdict::Deny);
-        assert!(s.describe().contains("BROKEN"));
+        assert!(s.describe(None).contains("BROKEN"));
         std::fs::write(
             s.env().project_config(),
             "{ \"enabled\": true, \"mode\": \"ro\" }",

@@ -1,7 +1,8 @@
 //! The violation log: every refusal of the sandbox, one JSON line each, in
 //! `<agent dir>/sandbox-violations.jsonl` — path-guard blocks, what the audit after a bash
-//! command moved aside, unix-socket connections the supervisor refused (and, later, the
-//! network proxy's blocks). `/sandbox log` shows the recent ones.
+//! command moved aside, unix-socket connections the supervisor refused, and every decision of
+//! the network proxy (allowed ones too, with `decision`, `host` and `port`). `/sandbox log`
+//! shows the recent ones.
 //!
 //! The file sits in pi's agent directory, which the guard and bash's mounts keep read-only
 //! to the agent: a command cannot erase or forge its entries. Appends from several pi
@@ -37,6 +38,13 @@ pub struct Violation {
     /// Where the rule comes from (a config file, built-in defaults), when known.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub source: String,
+    /// The network proxy's entries: `allowed` or `denied` (others are all refusals).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
 }
 
 impl Violation {
@@ -48,7 +56,19 @@ impl Violation {
             target: target.into(),
             rule: rule.into(),
             source: source.into(),
+            decision: None,
+            host: None,
+            port: None,
         }
+    }
+
+    /// A decision of the network proxy about one connection.
+    pub fn network(host: &str, port: u16, allowed: bool, rule: &str) -> Violation {
+        let mut v = Violation::now("network", "connect", &format!("{host}:{port}"), rule, "");
+        v.decision = Some(if allowed { "allowed" } else { "denied" }.into());
+        v.host = Some(host.into());
+        v.port = Some(port);
+        v
     }
 }
 
@@ -217,6 +237,28 @@ mod tests {
             }
         });
         assert_eq!(log.recent(1000).len(), 200);
+    }
+
+    #[test]
+    fn network_entries_carry_host_port_and_decision() {
+        let t = tempfile::tempdir().unwrap();
+        let log = ViolationLog::in_agent_dir(t.path());
+        log.append(&Violation::network(
+            "evil.example",
+            443,
+            false,
+            "deniedDomains entry \"*.example\"",
+        ));
+        log.append(&entry(1));
+        let text = std::fs::read_to_string(log.path()).unwrap();
+        let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        assert_eq!(first["host"], "evil.example");
+        assert_eq!(first["port"], 443);
+        assert_eq!(first["decision"], "denied");
+        assert_eq!(first["layer"], "network");
+        let second: serde_json::Value = serde_json::from_str(text.lines().nth(1).unwrap()).unwrap();
+        assert!(second.get("decision").is_none(), "{second}");
+        assert_eq!(log.recent(2)[0].port, Some(443));
     }
 
     #[test]

@@ -102,7 +102,20 @@ pub fn parse_host(raw: &str) -> Result<Host, HostError> {
         return Err(HostError::Invalid(format!("{raw:?}: empty label")));
     }
     match url::Host::parse(bare).map_err(|e| HostError::Invalid(format!("{raw:?}: {e}")))? {
-        url::Host::Domain(d) => Ok(Host::Name(d.to_ascii_lowercase())),
+        url::Host::Domain(d) => {
+            let name = d.to_ascii_lowercase();
+            // What DNS can hold: letters, digits, '-', '_' and dots (IDNA made it ASCII). The
+            // URL standard lets through more ('*', '!', '$', ...), which no host is named.
+            match name
+                .chars()
+                .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+            {
+                Some(c) => Err(HostError::Invalid(format!(
+                    "{raw:?}: {c:?} cannot be part of a host name"
+                ))),
+                None => Ok(Host::Name(name)),
+            }
+        }
         url::Host::Ipv4(a) => Ok(Host::Ip(IpAddr::V4(a))),
         url::Host::Ipv6(a) => Ok(Host::Ip(IpAddr::V6(a))),
     }
@@ -176,6 +189,11 @@ impl Pattern {
             (a, b) => a == b || (a.is_loopback_alias() && b.is_loopback_alias()),
         }
     }
+}
+
+/// Checks one allowedDomains / deniedDomains entry (`host`, `*.domain`, an IP address).
+pub fn check_entry(entry: &str) -> Result<(), HostError> {
+    Pattern::parse(entry).map(|_| ())
 }
 
 /// What the filter says about a host.
@@ -355,6 +373,29 @@ mod tests {
         assert_eq!(decide(&f, "localhost.evil.com"), Verdict::Unlisted);
         let g = filter(&["127.0.0.1"], &[]);
         assert!(matches!(decide(&g, "localhost"), Verdict::Allowed(_)));
+    }
+
+    #[test]
+    fn only_characters_a_host_name_can_hold() {
+        for bad in [
+            "*.example.com",
+            "a*b.com",
+            "ex!ample.com",
+            "a$b.org",
+            "a,b.org",
+            "a+b.org",
+        ] {
+            assert!(
+                matches!(parse_host(bad), Err(HostError::Invalid(_))),
+                "{bad}"
+            );
+        }
+        for ok in ["_dmarc.example.com", "a-b.example", "xn--bcher-kva.de"] {
+            assert!(parse_host(ok).is_ok(), "{ok}");
+        }
+        // The pattern's own `*.` is not part of the host.
+        assert!(check_entry("*.example.com").is_ok());
+        assert!(check_entry("*.*.example.com").is_err());
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Network filtering: which hosts a sandboxed command may reach. `domains` is the pure
-//! matcher; `proxy` the HTTP + SOCKS5 proxy on a unix socket that applies it. Not wired into
-//! bash yet: the bridge into the sandbox's network namespace, the prompt for unlisted hosts
-//! and the violation log come with the rest of the network issue.
+//! matcher; `proxy` the HTTP + SOCKS5 proxy that applies it to each connection; `gate` the
+//! session's decisions (rules, the user's answers, the log) and each filtered command's
+//! share of them.
 
 pub mod domains;
+pub mod gate;
 pub mod proxy;

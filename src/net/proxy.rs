@@ -1,18 +1,25 @@
 //! The proxy a filtered command's only way out goes through: HTTP (CONNECT, and plain
-//! requests in absolute form) and SOCKS5 (CONNECT) on one listening unix socket, told apart by
-//! the first byte. Each connection's host is canonicalised (`domains::parse_host`), judged by
-//! `decide`, and, when allowed, connected to from the host side: the proxy resolves names
-//! itself, so the sandbox needs no DNS, and it connects to the canonical host it judged, never
-//! to text a second parser could read differently. A name that resolves to a loopback address
-//! is refused unless the host asked for is the loopback itself (`localhost`, 127.0.0.1, ::1):
+//! requests in absolute form) and SOCKS5 (CONNECT) on one listening TCP socket, told apart by
+//! the first byte. On Linux that socket listens inside the command's own network namespace
+//! (`pi-sandbox-init` opens it there and hands it over); on macOS on the host's loopback.
+//! Each connection's host is canonicalised (`domains::parse_host`), judged by `decide`, and,
+//! when allowed, connected to from the host side: the proxy resolves names itself, so the
+//! sandbox needs no DNS, and it connects to the canonical host it judged, never to text a
+//! second parser could read differently. A name that resolves to a loopback address is
+//! refused unless the host asked for is the loopback itself (`localhost`, 127.0.0.1, ::1):
 //! an allowed domain cannot be pointed at the user's local services by its DNS.
 //!
-//! One thread per connection, blocking I/O; the relay copies each direction on its own thread.
+//! One thread per connection, blocking I/O; the relay copies each direction on its own
+//! thread (with `splice` on Linux: the bytes never enter this process). `Server::stop` ends
+//! everything a command opened: its listener and every connection still open.
 
+use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
-use std::os::unix::net::{UnixListener, UnixStream};
-use std::sync::Arc;
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::domains::{parse_authority, Host};
@@ -25,7 +32,8 @@ pub enum Decision {
     Deny(String),
 }
 
-/// Judges a canonical host and port (filter, prompt, log: the caller's).
+/// Judges a canonical host and port (filter, prompt, log: the caller's). May block (a
+/// prompt): it runs on the connection's own thread.
 pub type Decide = Arc<dyn Fn(&Host, u16) -> Decision + Send + Sync>;
 /// Resolves a canonical host to addresses (the system resolver; tests inject one).
 pub type Resolve = Arc<dyn Fn(&Host, u16) -> io::Result<Vec<SocketAddr>> + Send + Sync>;
@@ -40,31 +48,182 @@ pub fn system_resolver() -> Resolve {
 
 /// A request head larger than this is refused (no client needs more for CONNECT).
 const MAX_HEAD: usize = 64 * 1024;
+/// A client that has not sent its whole request head by then is dropped.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connections one command may hold open at once; more are closed at once (each costs two
+/// threads in pi's process).
+pub const MAX_CONNECTIONS: usize = 512;
 
-/// Serves `listener` on a thread of its own until the process ends or the listener fails.
-pub fn serve(listener: UnixListener, decide: Decide, resolve: Resolve) -> io::Result<()> {
-    std::thread::Builder::new()
-        .name("pi-sandbox-proxy".into())
-        .spawn(move || {
-            for client in listener.incoming().flatten() {
-                let (decide, resolve) = (decide.clone(), resolve.clone());
-                let _ = std::thread::Builder::new()
-                    .name("pi-sandbox-proxy-conn".into())
-                    .spawn(move || {
-                        let _ = handle(client, &decide, &resolve);
-                    });
-            }
-        })?;
-    Ok(())
+/// The sockets of the connections being served, to cut them all when the command ends.
+#[derive(Default)]
+struct Open {
+    next: AtomicU64,
+    sockets: Mutex<HashMap<u64, Vec<TcpStream>>>,
 }
 
-fn handle(client: UnixStream, decide: &Decide, resolve: &Resolve) -> io::Result<()> {
+impl Open {
+    /// Registers `client`; None when the command holds too many connections already.
+    fn add(&self, client: &TcpStream) -> Option<u64> {
+        let copy = client.try_clone().ok()?;
+        let mut open = self.sockets.lock().unwrap_or_else(|e| e.into_inner());
+        if open.len() >= MAX_CONNECTIONS {
+            return None;
+        }
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        open.insert(id, vec![copy]);
+        Some(id)
+    }
+
+    fn add_upstream(&self, id: u64, upstream: &TcpStream) {
+        if let Ok(copy) = upstream.try_clone() {
+            if let Some(v) = self
+                .sockets
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get_mut(&id)
+            {
+                v.push(copy);
+            }
+        }
+    }
+
+    fn remove(&self, id: u64) {
+        self.sockets
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
+    }
+
+    fn cut_all(&self) {
+        for (_, socks) in self
+            .sockets
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain()
+        {
+            for s in socks {
+                let _ = s.shutdown(Shutdown::Both);
+            }
+        }
+    }
+}
+
+/// A listener being served. Dropping it does not stop it: call `stop`.
+pub struct Server {
+    /// Written to (or closed) to wake the accept loop for good.
+    wake: UnixStream,
+    open: Arc<Open>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Server {
+    /// Stops accepting, closes the listener and cuts every connection still open.
+    pub fn stop(mut self) {
+        let _ = self.wake.write_all(b"x");
+        let _ = self.wake.shutdown(Shutdown::Both);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.open.cut_all();
+    }
+}
+
+/// Serves `listener` on a thread of its own until `Server::stop`.
+pub fn serve(listener: TcpListener, decide: Decide, resolve: Resolve) -> io::Result<Server> {
+    let (wake, woken) = UnixStream::pair()?;
+    let open = Arc::new(Open::default());
+    let served = open.clone();
+    let thread = std::thread::Builder::new()
+        .name("pi-sandbox-proxy".into())
+        .spawn(move || accept_loop(listener, woken, served, decide, resolve))?;
+    Ok(Server {
+        wake,
+        open,
+        thread: Some(thread),
+    })
+}
+
+fn accept_loop(
+    listener: TcpListener,
+    woken: UnixStream,
+    open: Arc<Open>,
+    decide: Decide,
+    resolve: Resolve,
+) {
+    loop {
+        let mut fds = [
+            libc::pollfd {
+                fd: listener.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: woken.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: two valid pollfds.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+        if n < 0 {
+            if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return;
+        }
+        if fds[1].revents != 0 {
+            return;
+        }
+        if fds[0].revents & libc::POLLIN == 0 {
+            return;
+        }
+        let Ok((client, _)) = listener.accept() else {
+            continue;
+        };
+        let Some(id) = open.add(&client) else {
+            continue;
+        };
+        let (decide, resolve, served) = (decide.clone(), resolve.clone(), open.clone());
+        let spawned = std::thread::Builder::new()
+            .name("pi-sandbox-proxy-conn".into())
+            .spawn(move || {
+                let _ = handle(client, &decide, &resolve, id, &served);
+                served.remove(id);
+            });
+        if spawned.is_err() {
+            open.remove(id);
+        }
+    }
+}
+
+/// What one connection's handler needs besides the client.
+struct Conn<'a> {
+    decide: &'a Decide,
+    resolve: &'a Resolve,
+    id: u64,
+    open: &'a Open,
+}
+
+fn handle(
+    client: TcpStream,
+    decide: &Decide,
+    resolve: &Resolve,
+    id: u64,
+    open: &Open,
+) -> io::Result<()> {
+    let conn = Conn {
+        decide,
+        resolve,
+        id,
+        open,
+    };
+    client.set_read_timeout(Some(HEAD_TIMEOUT))?;
     let mut reader = BufReader::new(client.try_clone()?);
     let first = reader.fill_buf()?.first().copied();
     match first {
-        Some(5) => socks5(reader, client, decide, resolve),
-        Some(_) => http(reader, client, decide, resolve),
+        Some(5) => socks5(reader, client, &conn),
+        Some(_) => http(reader, client, &conn),
         None => Ok(()),
     }
 }
@@ -86,7 +245,10 @@ fn connect(host: &Host, port: u16, resolve: &Resolve) -> Result<TcpStream, Strin
             continue;
         }
         match TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT) {
-            Ok(s) => return Ok(s),
+            Ok(s) => {
+                let _ = s.set_nodelay(true);
+                return Ok(s);
+            }
             Err(e) => last = format!("cannot connect to {addr}: {e}"),
         }
     }
@@ -104,32 +266,128 @@ fn is_local(ip: IpAddr) -> bool {
     }
 }
 
-/// Copies both directions until each side is done.
+/// Copies both directions until each side is done: first what the reader holds already
+/// (bytes the client sent after the head), then straight from socket to socket.
 fn relay(
-    client: UnixStream,
-    mut reader: BufReader<UnixStream>,
+    client: TcpStream,
+    reader: BufReader<TcpStream>,
     upstream: TcpStream,
+    conn: &Conn,
 ) -> io::Result<()> {
-    let mut up_write = upstream.try_clone()?;
+    conn.open.add_upstream(conn.id, &upstream);
+    client.set_read_timeout(None)?;
+    let _ = client.set_nodelay(true);
+    let up_read = upstream.try_clone()?;
     let client_write = client.try_clone()?;
-    let up_read = upstream;
-    let down = std::thread::spawn(move || {
-        let mut up_read = up_read;
-        let mut client_write = client_write;
-        let _ = io::copy(&mut up_read, &mut client_write);
-        let _ = client_write.shutdown(Shutdown::Write);
-    });
-    // What the reader holds already (bytes after the head) goes first.
-    let _ = io::copy(&mut reader, &mut up_write);
-    let _ = up_write.shutdown(Shutdown::Write);
+    let down = std::thread::Builder::new()
+        .name("pi-sandbox-proxy-down".into())
+        .spawn(move || {
+            let _ = pump(&up_read, &client_write);
+            let _ = client_write.shutdown(Shutdown::Write);
+        })?;
+    let held = reader.buffer().to_vec();
+    let mut up_write = &upstream;
+    if up_write.write_all(&held).is_ok() {
+        let _ = pump(&client, &upstream);
+    }
+    let _ = upstream.shutdown(Shutdown::Write);
     let _ = down.join();
-    drop(client);
     Ok(())
+}
+
+/// Bytes moved per step.
+const CHUNK: usize = 256 * 1024;
+
+/// Copies `from` to `to` until `from` ends: with `splice` through a pipe on Linux (no copy
+/// into this process), else through a buffer.
+fn pump(from: &TcpStream, to: &TcpStream) -> io::Result<u64> {
+    #[cfg(target_os = "linux")]
+    if let Some(n) = splice_pump(from, to)? {
+        return Ok(n);
+    }
+    let mut buf = vec![0u8; CHUNK];
+    let (mut from, mut to) = (from, to);
+    let mut total = 0;
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) => return Ok(total),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        to.write_all(&buf[..n])?;
+        total += n as u64;
+    }
+}
+
+/// `pump` with splice; None when no pipe could be made (then the caller copies).
+#[cfg(target_os = "linux")]
+fn splice_pump(from: &TcpStream, to: &TcpStream) -> io::Result<Option<u64>> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills two new descriptors on success.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Ok(None);
+    }
+    // SAFETY: both are new descriptors we own.
+    let (pipe_r, pipe_w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: fcntl on our own pipe; a failure leaves the default size.
+    unsafe { libc::fcntl(pipe_w.as_raw_fd(), libc::F_SETPIPE_SZ, CHUNK as libc::c_int) };
+    let mut total = 0u64;
+    loop {
+        // SAFETY: splice between descriptors we hold, no offsets.
+        let n = unsafe {
+            libc::splice(
+                from.as_raw_fd(),
+                std::ptr::null_mut(),
+                pipe_w.as_raw_fd(),
+                std::ptr::null_mut(),
+                CHUNK,
+                libc::SPLICE_F_MOVE,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Ok(Some(total));
+        }
+        let mut left = n as usize;
+        while left > 0 {
+            // SAFETY: as above.
+            let m = unsafe {
+                libc::splice(
+                    pipe_r.as_raw_fd(),
+                    std::ptr::null_mut(),
+                    to.as_raw_fd(),
+                    std::ptr::null_mut(),
+                    left,
+                    libc::SPLICE_F_MOVE,
+                )
+            };
+            if m < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            if m == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            left -= m as usize;
+        }
+        total += n as u64;
+    }
 }
 
 // ---- HTTP ------------------------------------------------------------------------------
 
-fn http_error(mut client: &UnixStream, status: &str, reason: &str) -> io::Result<()> {
+fn http_error(mut client: &TcpStream, status: &str, reason: &str) -> io::Result<()> {
     let body = format!("pi-sandbox: {reason}\n");
     write!(
         client,
@@ -140,7 +398,7 @@ fn http_error(mut client: &UnixStream, status: &str, reason: &str) -> io::Result
 }
 
 /// Reads the request head (through the blank line), at most `MAX_HEAD` bytes.
-fn read_head(reader: &mut BufReader<UnixStream>) -> io::Result<Option<Vec<String>>> {
+fn read_head(reader: &mut BufReader<TcpStream>) -> io::Result<Option<Vec<String>>> {
     let mut lines = Vec::new();
     let mut total = 0;
     loop {
@@ -170,32 +428,26 @@ fn read_head(reader: &mut BufReader<UnixStream>) -> io::Result<Option<Vec<String
 /// answers; otherwise the client gets the HTTP error saying which (`no_port` when the port is
 /// missing) and the result is None.
 fn open_upstream(
-    client: &UnixStream,
+    client: &TcpStream,
     authority: &str,
     no_port: &str,
-    decide: &Decide,
-    resolve: &Resolve,
+    conn: &Conn,
 ) -> io::Result<Option<TcpStream>> {
     let (host, port) = match parse_authority(authority) {
         Ok((h, Some(p))) => (h, p),
         Ok((_, None)) => return http_error(client, "400 Bad Request", no_port).map(|_| None),
         Err(e) => return http_error(client, "400 Bad Request", &e.to_string()).map(|_| None),
     };
-    if let Decision::Deny(reason) = decide(&host, port) {
+    if let Decision::Deny(reason) = (conn.decide)(&host, port) {
         return http_error(client, "403 Forbidden", &reason).map(|_| None);
     }
-    match connect(&host, port, resolve) {
+    match connect(&host, port, conn.resolve) {
         Ok(s) => Ok(Some(s)),
         Err(e) => http_error(client, "502 Bad Gateway", &e).map(|_| None),
     }
 }
 
-fn http(
-    mut reader: BufReader<UnixStream>,
-    client: UnixStream,
-    decide: &Decide,
-    resolve: &Resolve,
-) -> io::Result<()> {
+fn http(mut reader: BufReader<TcpStream>, client: TcpStream, conn: &Conn) -> io::Result<()> {
     let head = match read_head(&mut reader) {
         Ok(Some(h)) if !h.is_empty() => h,
         _ => return http_error(&client, "400 Bad Request", "unreadable request head"),
@@ -207,13 +459,12 @@ fn http(
         return http_error(&client, "400 Bad Request", "malformed request line");
     };
     if method.eq_ignore_ascii_case("CONNECT") {
-        let Some(upstream) =
-            open_upstream(&client, target, "CONNECT needs host:port", decide, resolve)?
+        let Some(upstream) = open_upstream(&client, target, "CONNECT needs host:port", conn)?
         else {
             return Ok(());
         };
         (&client).write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")?;
-        return relay(client, reader, upstream);
+        return relay(client, reader, upstream, conn);
     }
     // A plain request in absolute form: `GET http://host[:port]/path HTTP/1.1`.
     let Ok(url) = url::Url::parse(target) else {
@@ -234,8 +485,7 @@ fn http(
         (Some(h), Some(p)) => format!("{}:{p}", h),
         _ => return http_error(&client, "400 Bad Request", "the URL has no host"),
     };
-    let Some(mut upstream) =
-        open_upstream(&client, &authority, "the URL has no port", decide, resolve)?
+    let Some(mut upstream) = open_upstream(&client, &authority, "the URL has no port", conn)?
     else {
         return Ok(());
     };
@@ -258,7 +508,7 @@ fn http(
     }
     out.push_str("\r\n");
     upstream.write_all(out.as_bytes())?;
-    relay(client, reader, upstream)
+    relay(client, reader, upstream, conn)
 }
 
 // ---- SOCKS5 (RFC 1928) -------------------------------------------------------------------
@@ -268,16 +518,11 @@ const SOCKS_HOST_UNREACHABLE: u8 = 0x04;
 const SOCKS_COMMAND_UNSUPPORTED: u8 = 0x07;
 const SOCKS_ADDRESS_UNSUPPORTED: u8 = 0x08;
 
-fn socks_reply(mut client: &UnixStream, code: u8) -> io::Result<()> {
+fn socks_reply(mut client: &TcpStream, code: u8) -> io::Result<()> {
     client.write_all(&[5, code, 0, 1, 0, 0, 0, 0, 0, 0])
 }
 
-fn socks5(
-    mut reader: BufReader<UnixStream>,
-    client: UnixStream,
-    decide: &Decide,
-    resolve: &Resolve,
-) -> io::Result<()> {
+fn socks5(mut reader: BufReader<TcpStream>, client: TcpStream, conn: &Conn) -> io::Result<()> {
     let mut greeting = [0u8; 2];
     reader.read_exact(&mut greeting)?;
     let mut methods = vec![0u8; greeting[1] as usize];
@@ -325,23 +570,21 @@ fn socks5(
         Ok(h) if port != 0 => h,
         _ => return socks_reply(&client, SOCKS_ADDRESS_UNSUPPORTED),
     };
-    if let Decision::Deny(_) = decide(&host, port) {
+    if let Decision::Deny(_) = (conn.decide)(&host, port) {
         return socks_reply(&client, SOCKS_REFUSED_BY_RULES);
     }
-    let upstream = match connect(&host, port, resolve) {
+    let upstream = match connect(&host, port, conn.resolve) {
         Ok(s) => s,
         Err(_) => return socks_reply(&client, SOCKS_HOST_UNREACHABLE),
     };
     socks_reply(&client, 0)?;
-    relay(client, reader, upstream)
+    relay(client, reader, upstream, conn)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::net::domains::{DomainFilter, Verdict};
-    use std::net::TcpListener;
-    use std::sync::Mutex;
 
     /// An upstream on 127.0.0.1 that answers each connection with what it received first
     /// (up to a blank line or 4 KiB), prefixed with "got:".
@@ -367,15 +610,21 @@ mod tests {
     }
 
     struct Proxy {
-        _dir: tempfile::TempDir,
-        path: std::path::PathBuf,
+        addr: SocketAddr,
         asked: Arc<Mutex<Vec<String>>>,
+        server: Option<Server>,
+    }
+
+    impl Drop for Proxy {
+        fn drop(&mut self) {
+            if let Some(s) = self.server.take() {
+                s.stop();
+            }
+        }
     }
 
     /// A proxy deciding by `allowed`/`denied`; unlisted hosts are refused ("not listed").
     fn proxy(allowed: &[&str], denied: &[&str], resolve: Resolve) -> Proxy {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("proxy.sock");
         let v = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let filter = DomainFilter::new(&v(allowed), &v(denied)).unwrap();
         let asked = Arc::new(Mutex::new(Vec::new()));
@@ -390,16 +639,18 @@ mod tests {
                 Verdict::Unlisted => Decision::Deny(format!("{host} is not in allowedDomains")),
             }
         });
-        serve(UnixListener::bind(&path).unwrap(), decide, resolve).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = serve(listener, decide, resolve).unwrap();
         Proxy {
-            _dir: dir,
-            path,
+            addr,
             asked,
+            server: Some(server),
         }
     }
 
     fn exchange(p: &Proxy, send: &[u8]) -> String {
-        let mut s = UnixStream::connect(&p.path).unwrap();
+        let mut s = TcpStream::connect(p.addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         s.write_all(send).unwrap();
         let mut out = Vec::new();
@@ -519,5 +770,70 @@ mod tests {
             format!("CONNECT localhost:{port} HTTP/1.1\r\n\r\nx").as_bytes(),
         );
         assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    }
+
+    #[test]
+    fn bytes_go_through_intact_both_ways() {
+        // An upstream that sends back everything it gets.
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let (s, _) = l.accept().unwrap();
+            let mut r = s.try_clone().unwrap();
+            let mut w = s;
+            std::io::copy(&mut r, &mut w).unwrap();
+        });
+        let p = proxy(&["localhost"], &[], system_resolver());
+        let mut s = TcpStream::connect(p.addr).unwrap();
+        s.write_all(format!("CONNECT localhost:{port} HTTP/1.1\r\n\r\n").as_bytes())
+            .unwrap();
+        let mut reply = [0u8; 39];
+        s.read_exact(&mut reply).unwrap();
+        assert!(reply.starts_with(b"HTTP/1.1 200"));
+        let data: Vec<u8> = (0..8 << 20)
+            .map(|i: u32| (i * 7 + i / 4096) as u8)
+            .collect();
+        let mut w = s.try_clone().unwrap();
+        let sent = data.clone();
+        let writer = std::thread::spawn(move || {
+            w.write_all(&sent).unwrap();
+            w.shutdown(Shutdown::Write).unwrap();
+        });
+        let mut back = Vec::new();
+        s.read_to_end(&mut back).unwrap();
+        writer.join().unwrap();
+        assert!(
+            back == data,
+            "{} of {} bytes came back",
+            back.len(),
+            data.len()
+        );
+    }
+
+    #[test]
+    fn stop_cuts_every_open_connection() {
+        // An upstream that accepts and then says nothing.
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let held: Vec<TcpStream> = l.incoming().flatten().collect();
+            drop(held);
+        });
+        let mut p = proxy(&["localhost"], &[], system_resolver());
+        let mut s = TcpStream::connect(p.addr).unwrap();
+        s.write_all(format!("CONNECT localhost:{port} HTTP/1.1\r\n\r\n").as_bytes())
+            .unwrap();
+        let mut reply = [0u8; 39];
+        s.read_exact(&mut reply).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        p.server.take().unwrap().stop();
+        let mut rest = Vec::new();
+        // EOF (or a reset), not a timeout.
+        match s.read_to_end(&mut rest) {
+            Ok(_) => {}
+            Err(e) => assert_ne!(e.kind(), io::ErrorKind::WouldBlock, "{e}"),
+        }
+        // The listener is closed too.
+        assert!(TcpStream::connect(p.addr).is_err());
     }
 }

@@ -54,8 +54,14 @@ impl BwrapArgs {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BwrapError {
-    NulByte { path: PathBuf },
-    NotAbsolute { path: PathBuf },
+    NulByte {
+        path: PathBuf,
+    },
+    NotAbsolute {
+        path: PathBuf,
+    },
+    /// Filtered network needs `pi-sandbox-init` to open the proxy's door inside.
+    FilteredNeedsInit,
 }
 
 impl fmt::Display for BwrapError {
@@ -70,6 +76,10 @@ impl fmt::Display for BwrapError {
                 f,
                 "path {} is not absolute; the sandbox only mounts absolute paths",
                 path.display()
+            ),
+            BwrapError::FilteredNeedsInit => write!(
+                f,
+                "filtered network needs pi-sandbox-init inside the sandbox, which this launch does not run; use --sandbox-network off"
             ),
         }
     }
@@ -113,6 +123,10 @@ pub struct Extras<'a> {
     pub supervised: bool,
 }
 
+/// Tells `pi-sandbox-init` to open the proxy's listening socket inside the command's network
+/// namespace, hand it to the supervisor and point the proxy variables at it.
+pub const PROXY_FLAG: &str = "--proxy";
+
 /// Where `pi-sandbox-init` appears inside the sandbox (the private /tmp, read-only).
 pub const INIT_INSIDE: &str = "/tmp/.pi-sandbox-init";
 
@@ -152,8 +166,12 @@ pub fn build(
         flag(&mut out.args, "--unshare-user");
         flag(&mut out.args, "--disable-userns");
     }
-    if plan.network == Network::Off {
+    if plan.network.own_namespace() {
         flag(&mut out.args, "--unshare-net");
+    }
+    // The proxy's listener is made inside the namespace by pi-sandbox-init.
+    if plan.network == Network::Filtered && !supervised {
+        return Err(BwrapError::FilteredNeedsInit);
     }
     for i in 0..filters {
         let fd = out.next_fd();
@@ -234,8 +252,11 @@ pub fn build(
             INIT_INSIDE.into(),
             filter.to_string().into(),
             socket.to_string().into(),
-            "--".into(),
         ]);
+        if plan.network == Network::Filtered {
+            prefix.push(PROXY_FLAG.into());
+        }
+        prefix.push("--".into());
     }
     // Names come from the environment itself, which cannot hold NUL bytes.
     for name in unset_env.iter().filter(|n| !n.contains('\0')) {
@@ -367,6 +388,30 @@ mod tests {
         // an older bwrap: the seccomp filter alone keeps user namespaces out
         assert!(!args.contains(&"--disable-userns".to_string()));
         assert!(args.contains(&"--unshare-pid".to_string()));
+    }
+
+    #[test]
+    fn filtered_network_is_an_empty_namespace_whose_door_init_opens() {
+        let mut p = plan();
+        p.network = Network::Filtered;
+        let supervised = Extras {
+            supervised: true,
+            ..NONE
+        };
+        let args = strings(&build(&p, supervised, &["true".into()]).unwrap().args);
+        assert!(args.contains(&"--unshare-net".to_string()));
+        let tail = args.iter().rposition(|a| a == INIT_INSIDE).unwrap();
+        assert_eq!(args[tail + 3..], ["--proxy", "--", "true"]);
+        // Off: no door.
+        p.network = Network::Off;
+        let args = strings(&build(&p, supervised, &["true".into()]).unwrap().args);
+        assert!(!args.contains(&PROXY_FLAG.to_string()));
+        // Without init there is no way to open one: refused, not run unfiltered.
+        p.network = Network::Filtered;
+        assert_eq!(
+            build(&p, NONE, &["true".into()]).unwrap_err(),
+            BwrapError::FilteredNeedsInit
+        );
     }
 
     #[test]

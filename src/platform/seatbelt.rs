@@ -25,6 +25,8 @@ pub struct SeatbeltPolicy {
     /// Protected name patterns anywhere, as SBPL regexes (from denyWrite globs, `.pi`, git).
     pub protected_regexes: Vec<String>,
     pub network: Network,
+    /// Filtered network: the loopback port of the command's proxy, its one way out.
+    pub proxy_port: Option<u16>,
 }
 
 /// A string literal for SBPL.
@@ -109,10 +111,13 @@ pub fn build(policy: &SeatbeltPolicy) -> String {
         )
     };
 
-    let network = if policy.network == Network::On {
-        "(allow network*)\n(allow system-socket)".to_string()
-    } else {
-        "; off: no network at all (deny default)".to_string()
+    let network = match (policy.network, policy.proxy_port) {
+        (Network::On, _) => "(allow network*)\n(allow system-socket)".to_string(),
+        (Network::Filtered, Some(port)) => format!(
+            "; filtered: only the proxy on the loopback, which judges each host\n(allow network-outbound (remote ip \"localhost:{port}\"))"
+        ),
+        // Filtered without a proxy port is off: fail closed.
+        _ => "; off: no network at all (deny default)".to_string(),
     };
     TEMPLATE
         .replace("@READ@", &read)
@@ -202,6 +207,7 @@ mod tests {
             protected: vec!["/Users/u/.pi/agent".into(), "/Users/u/proj/.pi".into()],
             protected_regexes: vec![glob_to_regex("*.pem")],
             network: Network::Off,
+            proxy_port: None,
         }
     }
 
@@ -241,6 +247,23 @@ mod tests {
         let mut p = policy();
         p.network = Network::On;
         assert!(build(&p).contains("(allow network*)"));
+    }
+
+    #[test]
+    fn filtered_network_reaches_only_the_proxy_port() {
+        let mut p = policy();
+        p.network = Network::Filtered;
+        // No proxy: nothing.
+        let text = build(&p);
+        assert!(!text.contains("network-outbound") && !text.contains("(allow network*)"));
+        p.proxy_port = Some(41234);
+        let text = build(&p);
+        assert!(
+            text.contains("(allow network-outbound (remote ip \"localhost:41234\"))"),
+            "{text}"
+        );
+        assert!(!text.contains("(allow network*)"));
+        assert_eq!(text.matches("network-outbound").count(), 1);
     }
 
     #[test]

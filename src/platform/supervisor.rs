@@ -47,6 +47,9 @@ pub struct SocketRules {
     pub allow_all: bool,
 }
 
+/// Takes the proxy's listening socket made inside a filtered command's network namespace.
+pub type Door = Box<dyn FnOnce(OwnedFd) + Send>;
+
 /// A connection refused: the socket (a path, or `@name` for an abstract one) and the
 /// sentence that says why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,16 +67,31 @@ pub struct Supervisor {
 }
 
 impl Supervisor {
-    /// Serves the listener `pi-sandbox-init` sends over `end`.
-    pub fn start(end: OwnedFd, rules: SocketRules) -> std::io::Result<Supervisor> {
+    /// Serves the listener `pi-sandbox-init` sends over `end`. With `door` (filtered
+    /// network), init sends the proxy's listening socket along, and `door` gets it.
+    pub fn start(
+        end: OwnedFd,
+        rules: SocketRules,
+        door: Option<Door>,
+    ) -> std::io::Result<Supervisor> {
         let refusals = Arc::new(Mutex::new(Vec::new()));
         let (tx, done) = std::sync::mpsc::channel();
         let shared = refusals.clone();
         std::thread::Builder::new()
             .name("pi-sandbox-sockets".into())
             .spawn(move || {
-                if let Some([listener, diag]) = fd_passing::receive_fds::<2>(end.as_raw_fd()) {
-                    drop(end);
+                let fds = match door {
+                    None => fd_passing::receive_fds::<2>(end.as_raw_fd())
+                        .map(|[listener, diag]| (listener, diag)),
+                    Some(door) => fd_passing::receive_fds::<3>(end.as_raw_fd()).map(
+                        |[listener, diag, proxy]| {
+                            door(proxy);
+                            (listener, diag)
+                        },
+                    ),
+                };
+                drop(end);
+                if let Some((listener, diag)) = fds {
                     serve(Arc::new(listener), Arc::new(diag), rules, shared);
                 }
                 let _ = tx.send(());
@@ -298,7 +316,7 @@ impl Call {
             let name = &path[1..];
             let shown = format!("@{}", String::from_utf8_lossy(name));
             // The command's own network namespace holds only names it bound.
-            if rules.network == Network::Off || rules.allow_all {
+            if rules.network.own_namespace() || rules.allow_all {
                 return Ok((addr.to_vec(), None));
             }
             let listening = listeners(diag).map_err(|e| Deny::failed(e, &shown))?;

@@ -1,4 +1,4 @@
-//! `pi-sandbox-init FILTER_FD LISTENER_FD -- PROGRAM ARGS...`
+//! `pi-sandbox-init FILTER_FD LISTENER_FD [--proxy] -- PROGRAM ARGS...`
 //!
 //! The first program inside each sandbox. bwrap cannot install a seccomp filter whose
 //! decisions are made by another process (a user-notification filter needs its listener fd
@@ -10,12 +10,17 @@
 //! 3. sends the listener, and a sock_diag netlink socket opened here (so that it sees this
 //!    sandbox's network namespace), over LISTENER_FD (a unix socket whose other end
 //!    pi-sandbox's supervisor holds) and closes them;
-//! 4. execs PROGRAM.
+//! 4. with `--proxy` (filtered network): opens a TCP socket listening on 127.0.0.1 in this
+//!    sandbox's network namespace, sends it along (pi-sandbox's proxy accepts the command's
+//!    connections from it: the namespace has no other way out), and points `HTTP_PROXY`,
+//!    `HTTPS_PROXY` and `ALL_PROXY` (and their lower-case forms) at its port;
+//! 5. execs PROGRAM.
 //!
 //! Any failure ends it with status 126 before PROGRAM runs: the command never runs without
 //! its filter.
 
 mod fd_passing;
+mod proxy_env;
 
 use std::ffi::{CString, OsString};
 use std::io::Read;
@@ -30,7 +35,7 @@ fn fail(what: &str) -> ! {
 
 fn usage(what: &str) -> ! {
     eprintln!(
-        "pi-sandbox-init: usage: pi-sandbox-init FILTER_FD LISTENER_FD -- PROGRAM ARGS... ({what})"
+        "pi-sandbox-init: usage: pi-sandbox-init FILTER_FD LISTENER_FD [--proxy] -- PROGRAM ARGS... ({what})"
     );
     std::process::exit(126);
 }
@@ -99,11 +104,55 @@ fn install(filter: &[u8], listener: bool) -> RawFd {
     }
 }
 
+/// The proxy's door: a TCP socket listening on 127.0.0.1 (an ephemeral port) in this network
+/// namespace. The proxy variables point at it; the descriptor goes to pi-sandbox, which
+/// accepts from it and serves each connection as the proxy.
+fn proxy_door() -> RawFd {
+    // SAFETY: plain socket calls on a socket we own; the address is a zeroed sockaddr_in
+    // with its family, address and port set.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            fail("opening the proxy's socket");
+        }
+        let mut addr: libc::sockaddr_in = std::mem::zeroed();
+        addr.sin_family = libc::AF_INET as libc::sa_family_t;
+        addr.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        if libc::bind(fd, &addr as *const _ as *const libc::sockaddr, len) != 0 {
+            fail("binding the proxy's socket to 127.0.0.1");
+        }
+        if libc::listen(fd, libc::SOMAXCONN) != 0 {
+            fail("listening on the proxy's socket");
+        }
+        let mut bound: libc::sockaddr_in = std::mem::zeroed();
+        let mut bound_len = len;
+        if libc::getsockname(
+            fd,
+            &mut bound as *mut _ as *mut libc::sockaddr,
+            &mut bound_len,
+        ) != 0
+        {
+            fail("reading the proxy's port");
+        }
+        let port = u16::from_be(bound.sin_port);
+        for (name, value) in proxy_env::proxy_env(port) {
+            std::env::set_var(name, value);
+        }
+        fd
+    }
+}
+
 fn main() {
     let mut args = std::env::args_os().skip(1);
     let filter_fd = fd_arg(args.next(), "FILTER_FD");
     let socket = fd_arg(args.next(), "LISTENER_FD");
-    if args.next().as_deref() != Some(std::ffi::OsStr::new("--")) {
+    let mut next = args.next();
+    let proxy = next.as_deref() == Some(std::ffi::OsStr::new("--proxy"));
+    if proxy {
+        next = args.next();
+    }
+    if next.as_deref() != Some(std::ffi::OsStr::new("--")) {
         usage("missing --");
     }
     let argv: Vec<CString> = args
@@ -130,6 +179,7 @@ fn main() {
     if diag < 0 {
         fail("opening a sock_diag socket");
     }
+    let door = proxy.then(proxy_door);
     let programs = programs(&filter);
     let Some((first, rest)) = programs.split_first() else {
         usage("no filter");
@@ -138,13 +188,16 @@ fn main() {
     for p in rest {
         install(p, false);
     }
-    if fd_passing::send_fds(socket, &[listener, diag]).is_err() {
+    let mut handed = vec![listener, diag];
+    handed.extend(door);
+    if fd_passing::send_fds(socket, &handed).is_err() {
         fail("handing the listener to the supervisor");
     }
     // SAFETY: closing our own descriptors, then exec with NUL-terminated argv.
     unsafe {
-        libc::close(listener);
-        libc::close(diag);
+        for fd in handed {
+            libc::close(fd);
+        }
         libc::close(socket);
         let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
         ptrs.push(std::ptr::null());
