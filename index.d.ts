@@ -9,6 +9,14 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/** A proxy on the host's loopback (`Sandbox.startHostProxy`). */
+export declare class HostProxy {
+  /** Its port on 127.0.0.1 (HTTP CONNECT, plain HTTP and SOCKS5). */
+  get port(): number
+  /** Stops it (every connection cut); returns a sentence per host it blocked. */
+  stop(): Array<string>
+}
+
 /**
  * A shell command or argv, prepared: the policy's verdict and, when sandboxed, what to spawn.
  * Spawn `program` with `args` directly (no shell), giving the child `fds` as its fds 3, 4, ...
@@ -169,12 +177,24 @@ export declare class Sandbox {
    */
   onNetworkPrompt(callback?: ((question: JsNetworkQuestion) => void) | null): void
   /**
-   * The user's answer to the network question `id`: "abort", "once", "session" (stored in
-   * the approvals store), "always", "project" / "global" (allowed for the running command;
-   * call `grantDomain` first to write the config file), or "noUi". An id no longer waited
-   * for (answered, timed out) is ignored.
+   * Starts a proxy of this session's network gate on the host's 127.0.0.1 (what
+   * sandbox-exec commands use on macOS; here for tools and benchmarks): the same rules,
+   * questions and log as a filtered command's. Stop it with `stop()`.
    */
-  answerNetworkPrompt(id: number, answer: string): void
+  startHostProxy(): HostProxy
+  /**
+   * Whether the network question `id` still waits for its answer (not answered, withdrawn
+   * because its command ended, or timed out): a dialog showing it can be closed when not.
+   */
+  networkPromptPending(id: number): boolean
+  /**
+   * The user's answer to the network question `id`: "abort", "once", "session" (stored in
+   * the approvals store), "project" / "global" (written into network.allowedDomains of that
+   * config file), or "noUi" (no one to ask). Returns a sentence for the user when the
+   * answer stored something (or could not), else nothing. An id no longer waited for
+   * (answered, withdrawn, timed out) is ignored: nothing is stored.
+   */
+  answerNetworkPrompt(id: number, answer: string): string | null
   /**
    * For a sandboxed command's output: one sentence for each path an error line reports as
    * read-only or busy that the sandbox keeps so, with the rule and how to change it.

@@ -835,6 +835,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.HostProxy = nativeBinding.HostProxy
 module.exports.PreparedCommand = nativeBinding.PreparedCommand
 module.exports.RedactStream = nativeBinding.RedactStream
 module.exports.Sandbox = nativeBinding.Sandbox

@@ -74,15 +74,15 @@ test("filtered: an allowed host answers through the proxy, denied and unlisted o
   assert.match(notes, /Blocked: a connection to unlisted\.example:443: .*no UI to ask.*add "unlisted\.example" to network\.allowedDomains in /);
   const log = s.recentViolations(20).filter((v) => v.layer === "network");
   const seen = log.map((v) => `${v.host}:${v.port} ${v.decision}`);
+  // Each distinct host, port and decision once per command.
   assert.deepEqual(seen, [
-    `localhost:${port} allowed`,
     `localhost:${port} allowed`,
     `127.0.0.1:${port} allowed`,
     "denied.example:80 denied",
     "unlisted.example:443 denied",
   ]);
   assert.match(log[0].rule, /allowedDomains "localhost"/);
-  assert.match(log[3].rule, /deniedDomains "denied.example"/);
+  assert.match(log[2].rule, /deniedDomains "denied.example"/);
 });
 
 test("filtered: direct TCP and UDP find no route, DNS has no resolver to reach, the proxy is the only way out", async (t) => {
@@ -267,4 +267,40 @@ test("filtered network as an unprivileged user (the CLI's run)", { skip: process
   assert.match(r.stdout, /^65534$/m, r.stderr);
   assert.match(r.stdout, /hello-from-host \/u/, r.stderr);
   assert.match(r.stderr, /Blocked: a connection to blocked\.example:443/);
+});
+
+test("a question still open when its command ends is withdrawn; a late answer stores nothing", async (t) => {
+  const port = await server(t, "host");
+  const { w, load, runAsync } = world(t, { allowedDomains: ["example.org"] });
+  const s = load();
+  const asked = [];
+  s.onNetworkPrompt((q) => asked.push(q)); // never answered
+  const r = await runAsync(s, `curl -sS -m 2 --noproxy '' http://localhost:${port}/late; echo "curl $?"`, "filtered");
+  assert.match(r.stdout, /curl 28/, r.out);
+  assert.equal(asked.length, 1);
+  // finish() withdrew it: the dialog would close, and an answer now changes nothing.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  assert.equal(s.networkPromptPending(asked[0].id), false);
+  assert.equal(s.answerNetworkPrompt(asked[0].id, "global"), null);
+  const global = JSON.parse(readFileSync(path.join(w.agentDir, "extensions", "sandbox.json"), "utf8"));
+  assert.deepEqual(global.network.allowedDomains, ["example.org"]);
+  // Refused once withdrawn (after the command's notes were taken): the log has it.
+  const last = s.recentViolations(5).filter((v) => v.layer === "network").at(-1);
+  assert.equal(`${last.host}:${last.port} ${last.decision}`, `localhost:${port} denied`);
+});
+
+test("an allowed wildcard name cannot be pointed at this machine; literal private addresses ask as this machine", async (t) => {
+  const { load, runAsync } = world(t, { allowedDomains: ["*.localhost", "localhost"] });
+  const s = load();
+  const titles = [];
+  s.onNetworkPrompt((q) => {
+    titles.push(q.prompt.title);
+    s.answerNetworkPrompt(q.id, "abort");
+  });
+  // `x.localhost` resolves to the loopback on this system (RFC 6761): a wildcard allows
+  // public addresses only.
+  const r = await runAsync(s, "curl -sS -m 5 http://x.localhost:9/; echo; curl -sS -m 5 http://10.1.2.3:9/", "filtered");
+  assert.match(r.stdout, /resolves to (127\.0\.0\.1|::1), not a public address|cannot resolve x\.localhost/, r.out);
+  assert.equal(titles.length, 1, "asked about 10.1.2.3 only");
+  assert.match(titles[0], /10\.1\.2\.3 is THIS machine or its local network/);
 });

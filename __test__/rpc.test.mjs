@@ -14,11 +14,13 @@ test("the footer shows the mode and how bash runs; /sandbox shows each rule's so
     until: (msg) => msg.type === "extension_ui_request" && msg.method === "notify" && /effective configuration/.test(msg.message),
   });
   const statuses = r.uiEvents.filter((e) => e.method === "setStatus").map((e) => e.statusText);
-  assert.ok(statuses.includes("sandbox: read-write · bash in bwrap, net off"), JSON.stringify(r.uiEvents));
+  // The built-in defaults list domains: filtered network by default.
+  assert.ok(statuses.includes("sandbox: read-write · bash in bwrap, net filtered"), JSON.stringify(r.uiEvents));
   const report = r.uiEvents.find((e) => e.method === "notify" && /effective configuration/.test(e.message));
   assert.ok(report, JSON.stringify(r.uiEvents));
   assert.match(report.message, /filesystem\.denyRead\s+~\/\.ssh, ~\/\.aws, ~\/\.gnupg/);
   assert.match(report.message, /↳ from built-in defaults/);
+  assert.match(report.message, /Network for bash: filtered \(the default: the config lists domains\)\n\s+network\.allowedDomains and network\.deniedDomains are ENFORCED/);
 });
 
 test("the footer follows the config: BROKEN when it breaks mid-session, back when it is fixed", async (t) => {

@@ -46,7 +46,7 @@ test("TUI: !cmd is sandboxed, the footer shows the mode, Ctrl+X cycles to yolo",
   const pi = path.join(repo, "node_modules", ".bin", "pi");
   const started = tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "50", `cd ${w.project} && env ${env} ${pi} -e ${path.join(repo, "extension", "index.ts")}`);
   assert.equal(started.status, 0, started.stderr);
-  await waitFor(session, /sandbox: read-write · bash in bwrap, net off/, "the footer status");
+  await waitFor(session, /sandbox: read-write · bash in bwrap, net filtered/, "the footer status");
 
   const outside = path.join(w.root, "outside", "o.txt");
   tmux("send-keys", "-t", session, `!echo x > ${outside}; echo rc=$?`, "Enter");

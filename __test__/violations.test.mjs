@@ -61,9 +61,9 @@ test("every refusal is logged as a JSON line in the agent dir, and /sandbox log 
     world: w,
     script: [],
     message: "/sandbox log",
-    until: (msg) => msg.type === "extension_ui_request" && msg.method === "notify" && /refusals/.test(msg.message),
+    until: (msg) => msg.type === "extension_ui_request" && msg.method === "notify" && /The last \d+ entries/.test(msg.message),
   });
-  const shown = rpc.uiEvents.find((e) => e.method === "notify" && /refusals/.test(e.message));
+  const shown = rpc.uiEvents.find((e) => e.method === "notify" && /The last \d+ entries/.test(e.message));
   assert.ok(shown, JSON.stringify(rpc.uiEvents));
   assert.match(shown.message, /guard {2}read {2}.*id_rsa/);
   assert.match(shown.message, /sockets {2}connect {2}.*host\.sock/);

@@ -146,17 +146,22 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 			s.answerNetworkPrompt(q.id, "noUi");
 			return;
 		}
+		// The dialog closes by itself once the question is withdrawn (its command ended).
+		const closer = new AbortController();
+		const watch = setInterval(() => {
+			if (!s.networkPromptPending(q.id)) closer.abort();
+		}, 250);
 		let answer: string | undefined;
 		try {
-			answer = await choose(ctx, q.prompt);
-			if (answer === "project" || answer === "global") {
-				ctx.ui.notify(`pi-sandbox-rs: ${s.grantDomain(q.host, answer)}`, "info");
-				status(ctx, s);
-			}
-		} catch (e) {
-			ctx.ui.notify(`pi-sandbox-rs: ${(e as Error).message}; ${q.host} is allowed for this command only`, "error");
+			answer = await choose(ctx, q.prompt, { signal: closer.signal });
 		} finally {
-			s.answerNetworkPrompt(q.id, answer ?? "abort");
+			clearInterval(watch);
+		}
+		// Stored only if the question still waits: an answer to a withdrawn one changes nothing.
+		const said = s.answerNetworkPrompt(q.id, answer ?? "abort");
+		if (said) {
+			ctx.ui.notify(`pi-sandbox-rs: ${said}`, "info");
+			status(ctx, s);
 		}
 	}
 	/** The sandbox loaded last, or pi's start directory's (tools and bash outside a ctx). */

@@ -19,9 +19,13 @@ export function addonLoadFailure(cause: string | undefined): string {
  * undefined when there is no UI or the dialog was dismissed, which callers treat as the first,
  * blocking choice.
  */
-export async function choose(ctx: ExtensionContext, prompt: JsPrompt): Promise<string | undefined> {
+export async function choose(ctx: ExtensionContext, prompt: JsPrompt, opts?: { signal?: AbortSignal }): Promise<string | undefined> {
 	if (!ctx.hasUI) return undefined;
-	const label = await ctx.ui.select(prompt.title, prompt.choices.map((c) => c.label));
+	const label = await ctx.ui.select(
+		prompt.title,
+		prompt.choices.map((c) => c.label),
+		opts,
+	);
 	return prompt.choices.find((c) => c.label === label)?.id;
 }
 

@@ -683,13 +683,8 @@ pub fn seatbelt(setup: &Setup, command: &str) -> Result<Launch, LaunchError> {
     // lets the command connect to that one port.
     let net = match (setup.network, setup.net) {
         (Network::Filtered, Some(net)) => {
-            let listener = std::net::TcpListener::bind("127.0.0.1:0")
-                .map_err(|e| LaunchError::Proxy(e.to_string()))?;
-            let port = listener
-                .local_addr()
-                .map_err(|e| LaunchError::Proxy(e.to_string()))?
-                .port();
-            net.serve(listener)
+            let port = net
+                .serve_loopback()
                 .map_err(|e| LaunchError::Proxy(e.to_string()))?;
             policy.proxy_port = Some(port);
             set_env.extend(proxy_env(port));

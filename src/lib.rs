@@ -388,7 +388,10 @@ fn finished(ended: Ended, ticket: Option<(Arc<Commands>, Ticket)>) -> Vec<String
 
 impl Drop for PreparedCommand {
     fn drop(&mut self) {
-        self.discard();
+        // Never finished: its proxy stops now (on macOS it listens on the host).
+        if let Some(net) = self.discard().net {
+            net.finish();
+        }
         // Never finished: the session audits before its next command.
         if let Some((commands, ticket)) = self.audit.take() {
             commands.abandon(ticket);
@@ -711,11 +714,48 @@ impl Sandbox {
     }
 }
 
-/// Questions of the network gate sent to JS and not answered yet, by id.
+/// A proxy on the host's loopback (`Sandbox.startHostProxy`).
+#[napi]
+pub struct HostProxy {
+    port: u16,
+    net: Option<Arc<crate::net::gate::CommandNet>>,
+}
+
+#[napi]
+impl HostProxy {
+    /// Its port on 127.0.0.1 (HTTP CONNECT, plain HTTP and SOCKS5).
+    #[napi(getter, catch_unwind)]
+    pub fn port(&self) -> u32 {
+        self.port.into()
+    }
+
+    /// Stops it (every connection cut); returns a sentence per host it blocked.
+    #[napi(catch_unwind)]
+    pub fn stop(&mut self) -> Vec<String> {
+        self.net.take().map(|n| n.finish()).unwrap_or_default()
+    }
+}
+
+impl Drop for HostProxy {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Questions of the network gate sent to JS and not answered yet, by id: the host asked
+/// about, and where the answer goes.
 #[derive(Default)]
 pub struct NetworkQuestions {
     next: std::sync::atomic::AtomicU32,
-    waiting: std::sync::Mutex<std::collections::HashMap<u32, std::sync::mpsc::Sender<String>>>,
+    waiting: std::sync::Mutex<Waiting>,
+}
+
+type Waiting = std::collections::HashMap<u32, (String, std::sync::mpsc::Sender<String>)>;
+
+impl NetworkQuestions {
+    fn waiting(&self) -> std::sync::MutexGuard<'_, Waiting> {
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// How long a connection waits for the user's answer before it is refused.
@@ -1088,11 +1128,7 @@ impl Sandbox {
             use std::sync::atomic::Ordering;
             let id = questions.next.fetch_add(1, Ordering::Relaxed);
             let (tx, rx) = std::sync::mpsc::channel();
-            questions
-                .waiting
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(id, tx);
+            questions.waiting().insert(id, (q.host.clone(), tx));
             let status = callback.call(
                 JsNetworkQuestion {
                     id,
@@ -1102,16 +1138,22 @@ impl Sandbox {
                 },
                 napi::threadsafe_function::ThreadsafeFunctionCallMode::NonBlocking,
             );
-            let answer = if status == napi::Status::Ok {
-                rx.recv_timeout(NETWORK_ANSWER_TIMEOUT).ok()
-            } else {
-                None
-            };
-            questions
-                .waiting
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(&id);
+            let mut answer = None;
+            if status == napi::Status::Ok {
+                // Until answered, withdrawn (the command is over) or timed out.
+                let until = std::time::Instant::now() + NETWORK_ANSWER_TIMEOUT;
+                while !q.withdrawn.load(Ordering::SeqCst) && std::time::Instant::now() < until {
+                    match rx.recv_timeout(std::time::Duration::from_millis(100)) {
+                        Ok(a) => {
+                            answer = Some(a);
+                            break;
+                        }
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+                        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                    }
+                }
+            }
+            questions.waiting().remove(&id);
             match answer.as_deref() {
                 None | Some("noUi") => None,
                 Some(_) => answer,
@@ -1120,21 +1162,48 @@ impl Sandbox {
         self.gate.set_asker(Some(asker));
     }
 
-    /// The user's answer to the network question `id`: "abort", "once", "session" (stored in
-    /// the approvals store), "always", "project" / "global" (allowed for the running command;
-    /// call `grantDomain` first to write the config file), or "noUi". An id no longer waited
-    /// for (answered, timed out) is ignored.
+    /// Starts a proxy of this session's network gate on the host's 127.0.0.1 (what
+    /// sandbox-exec commands use on macOS; here for tools and benchmarks): the same rules,
+    /// questions and log as a filtered command's. Stop it with `stop()`.
     #[napi(catch_unwind)]
-    pub fn answer_network_prompt(&self, id: u32, answer: String) {
-        let waiting = self
-            .questions
-            .waiting
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&id);
-        if let Some(tx) = waiting {
-            let _ = tx.send(answer);
-        }
+    pub fn start_host_proxy(&self) -> napi::Result<HostProxy, String> {
+        let net = crate::net::gate::CommandNet::new(self.gate.clone());
+        let port = net
+            .serve_loopback()
+            .map_err(|e| js_error("E_PROXY", format!("cannot start the proxy: {e}")))?;
+        Ok(HostProxy {
+            port,
+            net: Some(net),
+        })
+    }
+
+    /// Whether the network question `id` still waits for its answer (not answered, withdrawn
+    /// because its command ended, or timed out): a dialog showing it can be closed when not.
+    #[napi(catch_unwind)]
+    pub fn network_prompt_pending(&self, id: u32) -> bool {
+        self.questions.waiting().contains_key(&id)
+    }
+
+    /// The user's answer to the network question `id`: "abort", "once", "session" (stored in
+    /// the approvals store), "project" / "global" (written into network.allowedDomains of that
+    /// config file), or "noUi" (no one to ask). Returns a sentence for the user when the
+    /// answer stored something (or could not), else nothing. An id no longer waited for
+    /// (answered, withdrawn, timed out) is ignored: nothing is stored.
+    #[napi(catch_unwind)]
+    pub fn answer_network_prompt(&self, id: u32, answer: String) -> Option<String> {
+        let (host, tx) = self.questions.waiting().remove(&id)?;
+        let said = match answer.as_str() {
+            "project" | "global" => {
+                let scope = WriteScope::parse(&answer).expect("a write scope");
+                Some(match self.commands.session().grant_domain(&host, scope) {
+                    Ok(s) => s,
+                    Err(e) => format!("{e}; {host} is allowed for this command only"),
+                })
+            }
+            _ => None,
+        };
+        let _ = tx.send(answer);
+        said
     }
 
     /// For a sandboxed command's output: one sentence for each path an error line reports as

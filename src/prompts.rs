@@ -174,14 +174,27 @@ pub fn command_key(command: &str, prefixes: &[Vec<String>]) -> Prompt {
     }
 }
 
-/// A sandboxed command wants to reach a host that neither network list names.
-pub fn network_host(host: &str, port: u16, project_file: &Path, global_file: &Path) -> Prompt {
+/// A sandboxed command wants to reach a host that neither network list names. `local`: the
+/// host is this machine's loopback or a non-public address (the local network), and the
+/// question says so: what listens there is not the internet.
+pub fn network_host(
+    host: &str,
+    port: u16,
+    local: bool,
+    project_file: &Path,
+    global_file: &Path,
+) -> Prompt {
     let host = shown(host);
     let (project, global) = (shown_path(project_file), shown_path(global_file));
+    let what = if local {
+        format!("{host} is THIS machine or its local network, not the internet: whatever listens there (a database, a dev server, an admin interface, a cloud metadata service) would take the command's requests, on any port.")
+    } else {
+        format!("{host} is in neither network.allowedDomains nor network.deniedDomains. Allowing lets sandboxed commands reach it on any port; what they send there leaves this machine.")
+    };
     Prompt {
         kind: "network",
         title: format!(
-            "Sandbox: allow the running command to connect to {host} (port {port})?\n\n{host} is in neither network.allowedDomains nor network.deniedDomains. Allowing lets sandboxed commands reach it on any port; what they send there leaves this machine."
+            "Sandbox: allow the running command to connect to {host} (port {port})?\n\n{what}"
         ),
         choices: vec![
             choice("abort", "Deny"),

@@ -88,6 +88,13 @@ pub fn parse_host(raw: &str) -> Result<Host, HostError> {
     if raw.is_empty() {
         return Err(HostError::Empty);
     }
+    // DNS's limit (IDNA itself does not check it); nothing longer is a host.
+    if raw.len() > 253 + 2 {
+        return Err(HostError::Invalid(format!(
+            "a host of {} bytes; DNS names are at most 253",
+            raw.len()
+        )));
+    }
     if let Some(inner) = raw.strip_prefix('[') {
         let inner = inner
             .strip_suffix(']')
@@ -236,6 +243,17 @@ impl DomainFilter {
             allowed: compile("network.allowedDomains", allowed)?,
             denied: compile("network.deniedDomains", denied)?,
         })
+    }
+
+    /// deniedDomains' IP entries (no name may lead to them either).
+    pub fn denied_ips(&self) -> Vec<IpAddr> {
+        self.denied
+            .iter()
+            .filter_map(|p| match p.host {
+                Host::Ip(ip) => Some(ip),
+                Host::Name(_) => None,
+            })
+            .collect()
     }
 
     /// Deny wins; then allow; else unlisted (an empty allow list allows nothing).

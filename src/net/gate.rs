@@ -1,24 +1,33 @@
 //! The session's network gate: what the proxy does with each connection a filtered command
 //! asks for. deniedDomains refuses (never asked about), allowedDomains and the user's network
 //! grants allow, any other host is asked about once per command when there is a UI and
-//! refused when there is none. Every decision goes to the violation log.
+//! refused when there is none. Decisions go to the violation log (each distinct host, port and
+//! decision once per command, at most `MAX_LOGGED` per command).
 //!
 //! `Gate` lives as long as the session (its rules are replaced when the config is reloaded);
 //! each filtered command gets a `CommandNet` that serves its proxy listener, remembers the
 //! answers given for it ("allow for this command", a refusal) and, when the command ends,
-//! stops its proxy and says which hosts were blocked and how to allow them.
+//! stops its proxy, withdraws a question still open, and says which hosts were blocked and
+//! how to allow them.
 
-use std::collections::HashMap;
-use std::net::TcpListener;
+use std::collections::{HashMap, HashSet};
+use std::net::{IpAddr, TcpListener};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use super::domains::{DomainFilter, Host, Verdict};
-use super::proxy::{self, Decision, Resolve, Server};
+use super::proxy::{self, Decision, Reach, Resolve, Server};
 use crate::approvals::{Grant, Scope, Store};
 use crate::prompts::{self, Prompt};
 use crate::violations::{Violation, ViolationLog};
+
+/// Hosts one command may ask the user about; the rest are refused without asking.
+pub const MAX_QUESTIONS: usize = 8;
+/// Blocked hosts named after a command; the rest are counted.
+const MAX_NOTES: usize = 10;
+/// Network decisions logged per command; then one line says how many more there were.
+const MAX_LOGGED: usize = 1000;
 
 /// What the gate knows from the config and the approvals store.
 #[derive(Debug, Clone, Default)]
@@ -34,8 +43,12 @@ pub struct Rules {
 /// The rules' answer for a host, before anyone is asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Judgement {
-    /// The rule that allows it.
-    Allowed(String),
+    /// The rule that allows it; `exact`: an allowedDomains entry names this very host (not
+    /// a wildcard, not a prompt's answer), so it may lead to non-public addresses.
+    Allowed {
+        rule: String,
+        exact: bool,
+    },
     /// The rule that refuses it.
     Denied(String),
     Unlisted,
@@ -47,11 +60,15 @@ impl Rules {
     pub fn judge(&self, host: &Host) -> Judgement {
         match self.filter.decide(host) {
             Verdict::Denied(entry) => Judgement::Denied(format!("network.deniedDomains {entry:?}")),
-            Verdict::Allowed(entry) => {
-                Judgement::Allowed(format!("network.allowedDomains {entry:?}"))
-            }
+            Verdict::Allowed(entry) => Judgement::Allowed {
+                exact: !entry.starts_with("*."),
+                rule: format!("network.allowedDomains {entry:?}"),
+            },
             Verdict::Unlisted => match self.granted.iter().find(|(h, _)| h == host) {
-                Some((_, how)) => Judgement::Allowed(how.clone()),
+                Some((_, how)) => Judgement::Allowed {
+                    rule: how.clone(),
+                    exact: false,
+                },
                 None => Judgement::Unlisted,
             },
         }
@@ -62,7 +79,7 @@ impl Rules {
     pub fn allows_host_loopback(&self) -> bool {
         matches!(
             self.judge(&Host::Name("localhost".into())),
-            Judgement::Allowed(_)
+            Judgement::Allowed { .. }
         )
     }
 }
@@ -77,21 +94,34 @@ pub fn no_proxy(rules: &Rules) -> &'static str {
     }
 }
 
+/// Whether `host` is on this machine or its local network: the loopback, or an IP that is
+/// not public. A prompt about one says so.
+fn is_local(host: &Host) -> bool {
+    match host {
+        Host::Name(n) => n == "localhost",
+        Host::Ip(ip) => !proxy::is_public(*ip),
+    }
+}
+
 /// A question for the user about one host.
 #[derive(Debug, Clone)]
 pub struct Question {
     pub host: String,
     pub port: u16,
     pub prompt: Prompt,
+    /// Set when the command is over: the question is withdrawn (answer None at once).
+    pub withdrawn: Arc<AtomicBool>,
 }
 
 /// Asks the user and waits for the answer: a choice id (`abort`, `once`, `session`,
 /// `always`, or `project` / `global` once the config file holds the host), or None when
-/// there is no one to ask.
+/// there is no one to ask or the question was withdrawn.
 pub type Asker = Arc<dyn Fn(&Question) -> Option<String> + Send + Sync>;
 
 pub struct Gate {
     rules: RwLock<Rules>,
+    /// deniedDomains' IP entries: no name may lead there either.
+    denied_ips: RwLock<Arc<Vec<IpAddr>>>,
     asker: RwLock<Option<Asker>>,
     /// One question at a time: dialogs do not pile up.
     asking: Mutex<()>,
@@ -101,10 +131,15 @@ pub struct Gate {
     resolve: Resolve,
 }
 
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl Gate {
     pub fn new(log: ViolationLog, store: Option<(Store, String)>, resolve: Resolve) -> Gate {
         Gate {
             rules: RwLock::new(Rules::default()),
+            denied_ips: RwLock::default(),
             asker: RwLock::new(None),
             asking: Mutex::new(()),
             log,
@@ -114,11 +149,20 @@ impl Gate {
     }
 
     pub fn set_rules(&self, rules: Rules) {
+        *self.denied_ips.write().unwrap_or_else(|e| e.into_inner()) =
+            Arc::new(rules.filter.denied_ips());
         *self.rules.write().unwrap_or_else(|e| e.into_inner()) = rules;
     }
 
     pub fn rules(&self) -> Rules {
         self.rules.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn judge(&self, host: &Host) -> Judgement {
+        self.rules
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .judge(host)
     }
 
     /// Who answers questions from now on (None: nobody; unlisted hosts are refused).
@@ -161,23 +205,31 @@ type Answer = Result<(), String>;
 /// Where the connections waiting on a question get its answer.
 type Waiter = Arc<(Mutex<Option<Answer>>, Condvar)>;
 
-/// A host blocked during a command, for the note after it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Blocked {
-    pub host: String,
-    /// A whole sentence: what was blocked, why, and how to allow it.
-    pub reason: String,
+/// A host's state in one command.
+enum Slot {
+    Answered(Answer),
+    /// Being asked: wait for the answer here.
+    Asking(Waiter),
+}
+
+/// What a command's connections have met so far.
+#[derive(Default)]
+struct Seen {
+    slots: HashMap<Host, Slot>,
+    questions: usize,
+    /// Blocked hosts (each once), with the sentence that says why and how to allow them.
+    blocked: Vec<(String, String)>,
+    more_blocked: usize,
+    logged: HashSet<(String, u16, bool)>,
+    unlogged: usize,
 }
 
 /// One filtered command's side of the gate.
 pub struct CommandNet {
     gate: Arc<Gate>,
-    answers: Mutex<HashMap<Host, Answer>>,
-    /// Questions being asked, for the other connections to the same host to wait on.
-    pending: Mutex<HashMap<Host, Waiter>>,
-    blocked: Mutex<Vec<Blocked>>,
+    seen: Mutex<Seen>,
     server: Mutex<Option<Server>>,
-    finished: AtomicBool,
+    finished: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for CommandNet {
@@ -192,124 +244,161 @@ impl CommandNet {
     pub fn new(gate: Arc<Gate>) -> Arc<CommandNet> {
         Arc::new(CommandNet {
             gate,
-            answers: Mutex::default(),
-            pending: Mutex::default(),
-            blocked: Mutex::default(),
+            seen: Mutex::default(),
             server: Mutex::default(),
-            finished: AtomicBool::new(false),
+            finished: Arc::new(AtomicBool::new(false)),
         })
     }
 
     /// Serves `listener` (the command's way out) as the proxy, judged by this command's gate.
+    /// After `finish` the listener is just closed.
     pub fn serve(self: &Arc<Self>, listener: TcpListener) -> std::io::Result<()> {
+        // Under the lock `finish` takes the server with: either it stops this one, or this
+        // one sees that it came too late.
+        let mut server = lock(&self.server);
         if self.finished.load(Ordering::SeqCst) {
             return Ok(());
         }
         let me = self.clone();
         let decide: proxy::Decide = Arc::new(move |host: &Host, port: u16| me.decide(host, port));
-        let server = proxy::serve(listener, decide, self.gate.resolve.clone())?;
-        *self.server.lock().unwrap_or_else(|e| e.into_inner()) = Some(server);
+        *server = Some(proxy::serve(listener, decide, self.gate.resolve.clone())?);
         Ok(())
+    }
+
+    /// Serves a new listener on the host's 127.0.0.1 (an ephemeral port, returned): the way
+    /// out where there are no network namespaces (macOS, where the profile allows only this
+    /// port), and for tools and benchmarks.
+    pub fn serve_loopback(self: &Arc<Self>) -> std::io::Result<u16> {
+        let listener = TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))?;
+        let port = listener.local_addr()?.port();
+        self.serve(listener)?;
+        Ok(port)
     }
 
     /// The decision about one connection to `host:port`; logged.
     pub fn decide(&self, host: &Host, port: u16) -> Decision {
-        let (allowed, rule) = match self.gate.rules.read().map(|r| r.judge(host)) {
-            Ok(Judgement::Allowed(rule)) => (Ok(()), rule),
-            Ok(Judgement::Denied(rule)) => {
-                let reason = format!(
-                    "Blocked: a connection to {host}:{port}: {host} is denied by {rule}; only removing that entry from the config allows it"
-                );
-                (Err(reason), rule)
-            }
-            Ok(Judgement::Unlisted) => {
-                let answer = self.answer_for(host, port);
-                let rule = match &answer {
-                    Ok(()) => "allowed by the user".to_string(),
-                    Err(_) => "not in network.allowedDomains".to_string(),
-                };
-                (answer, rule)
-            }
-            Err(_) => (
+        let (outcome, rule) = match self.gate.judge(host) {
+            Judgement::Allowed { rule, exact } => (Ok(exact), rule),
+            Judgement::Denied(rule) => (
                 Err(format!(
-                    "Blocked: a connection to {host}:{port}: the network rules are unreadable"
+                    "Blocked: a connection to {host}:{port}: {host} is denied by {rule}; only removing that entry from the config allows it"
                 )),
-                String::new(),
+                rule,
             ),
+            Judgement::Unlisted => match self.answer_for(host, port) {
+                Ok(()) => (Ok(false), "allowed by the user".to_string()),
+                Err(e) => (Err(e), "not in network.allowedDomains".to_string()),
+            },
         };
         let shown = host.to_string();
-        self.gate
-            .log
-            .append(&Violation::network(&shown, port, allowed.is_ok(), &rule));
-        match allowed {
-            Ok(()) => Decision::Allow,
+        self.log(&shown, port, outcome.is_ok(), &rule);
+        match outcome {
+            Ok(exact) => Decision::Allow(Reach {
+                private: exact,
+                denied: self
+                    .gate
+                    .denied_ips
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone(),
+            }),
             Err(reason) => {
-                let mut blocked = self.blocked.lock().unwrap_or_else(|e| e.into_inner());
-                if !blocked.iter().any(|b| b.host == shown) {
-                    blocked.push(Blocked {
-                        host: shown,
-                        reason: reason.clone(),
-                    });
+                let mut seen = lock(&self.seen);
+                if !seen.blocked.iter().any(|(h, _)| *h == shown) {
+                    if seen.blocked.len() < MAX_NOTES {
+                        seen.blocked.push((shown, reason.clone()));
+                    } else {
+                        seen.more_blocked += 1;
+                    }
                 }
                 Decision::Deny(reason)
             }
         }
     }
 
+    /// Logs a decision: each distinct one once per command, at most `MAX_LOGGED`.
+    fn log(&self, host: &str, port: u16, allowed: bool, rule: &str) {
+        let mut seen = lock(&self.seen);
+        let key = (host.to_string(), port, allowed);
+        if seen.logged.contains(&key) {
+            return;
+        }
+        if seen.logged.len() >= MAX_LOGGED {
+            seen.unlogged += 1;
+            return;
+        }
+        seen.logged.insert(key);
+        drop(seen);
+        self.gate
+            .log
+            .append(&Violation::network(host, port, allowed, rule));
+    }
+
     /// The user's answer about an unlisted host for this command: given already, being
     /// asked (waited for), or asked now.
     fn answer_for(&self, host: &Host, port: u16) -> Answer {
-        if let Some(a) = self
-            .answers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(host)
-        {
-            return a.clone();
-        }
-        let (slot, first) = {
-            let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-            match pending.get(host) {
-                Some(slot) => (slot.clone(), false),
+        let slot = {
+            let mut seen = lock(&self.seen);
+            match seen.slots.get(host) {
+                Some(Slot::Answered(a)) => return a.clone(),
+                Some(Slot::Asking(w)) => Err(w.clone()),
+                None if seen.questions >= MAX_QUESTIONS => {
+                    let a: Answer = Err(format!(
+                        "Blocked: a connection to {host}:{port}: {host} is not in network.allowedDomains, and this command already asked about {MAX_QUESTIONS} hosts; list the hosts it needs in network.allowedDomains"
+                    ));
+                    seen.slots.insert(host.clone(), Slot::Answered(a.clone()));
+                    return a;
+                }
                 None => {
-                    let slot = Arc::new((Mutex::new(None), Condvar::new()));
-                    pending.insert(host.clone(), slot.clone());
-                    (slot, true)
+                    seen.questions += 1;
+                    let w: Waiter = Arc::default();
+                    seen.slots.insert(host.clone(), Slot::Asking(w.clone()));
+                    Ok(w)
                 }
             }
         };
-        if !first {
-            let (lock, ready) = &*slot;
-            let mut got = lock.lock().unwrap_or_else(|e| e.into_inner());
-            while got.is_none() {
-                got = ready.wait(got).unwrap_or_else(|e| e.into_inner());
+        let waiter = match slot {
+            // Another connection asks: wait for its answer.
+            Err(w) => {
+                let (lock_, ready) = &*w;
+                let mut got = lock(lock_);
+                while got.is_none() {
+                    got = ready.wait(got).unwrap_or_else(|e| e.into_inner());
+                }
+                return got.clone().unwrap_or(Err(String::new()));
             }
-            return got.clone().unwrap_or(Err(String::new()));
-        }
+            Ok(w) => w,
+        };
         let answer = self.ask(host, port);
-        self.answers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(host.clone(), answer.clone());
-        self.pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(host);
-        let (lock, ready) = &*slot;
-        *lock.lock().unwrap_or_else(|e| e.into_inner()) = Some(answer.clone());
+        lock(&self.seen)
+            .slots
+            .insert(host.clone(), Slot::Answered(answer.clone()));
+        let (lock_, ready) = &*waiter;
+        *lock(lock_) = Some(answer.clone());
         ready.notify_all();
         answer
     }
 
     fn ask(&self, host: &Host, port: u16) -> Answer {
-        let _one_at_a_time = self.gate.asking.lock().unwrap_or_else(|e| e.into_inner());
+        let _one_at_a_time = lock(&self.gate.asking);
         let rules = self.gate.rules();
         // Allowed while the question waited its turn (another command's "for this session").
-        if let Judgement::Allowed(_) = rules.judge(host) {
+        if let Judgement::Allowed { .. } = rules.judge(host) {
             return Ok(());
         }
         let shown = host.to_string();
-        let prompt = prompts::network_host(&shown, port, &rules.project_file, &rules.global_file);
+        let prompt = prompts::network_host(
+            &shown,
+            port,
+            is_local(host),
+            &rules.project_file,
+            &rules.global_file,
+        );
+        if self.finished.load(Ordering::SeqCst) {
+            return Err(format!(
+                "Blocked: a connection to {host}:{port}: the command was over before anyone could be asked"
+            ));
+        }
         let asker = self
             .gate
             .asker
@@ -320,14 +409,15 @@ impl CommandNet {
             host: shown,
             port,
             prompt,
+            withdrawn: self.finished.clone(),
         };
-        let answer = match (&asker, self.finished.load(Ordering::SeqCst)) {
-            (Some(ask), false) => ask(&question),
-            _ => None,
-        };
+        let answer = asker.and_then(|ask| ask(&question));
         match answer.as_deref() {
+            None if self.finished.load(Ordering::SeqCst) => Err(format!(
+                "Blocked: a connection to {host}:{port}: the command was over before the user answered"
+            )),
             None => Err(question.prompt.no_ui),
-            // "project" / "global": the extension wrote the config file (grantDomain).
+            // "project" / "global": the config file holds the host now (grantDomain).
             Some("once" | "project" | "global") => Ok(()),
             Some(scope @ ("session" | "always")) => {
                 let scope = if scope == "session" {
@@ -343,15 +433,37 @@ impl CommandNet {
         }
     }
 
-    /// After the command: stops its proxy (the listener and every connection still open)
-    /// and returns a sentence per host that was blocked, with how to allow it.
+    /// After the command: stops its proxy (the listener and every connection still open),
+    /// withdraws a question still being asked, and returns a sentence per host that was
+    /// blocked, with how to allow it.
     pub fn finish(&self) -> Vec<String> {
         self.finished.store(true, Ordering::SeqCst);
-        if let Some(server) = self.server.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(server) = lock(&self.server).take() {
             server.stop();
         }
-        let blocked = std::mem::take(&mut *self.blocked.lock().unwrap_or_else(|e| e.into_inner()));
-        blocked.into_iter().map(|b| b.reason).collect()
+        let mut seen = lock(&self.seen);
+        let mut notes: Vec<String> = std::mem::take(&mut seen.blocked)
+            .into_iter()
+            .map(|(_, reason)| reason)
+            .collect();
+        if seen.more_blocked > 0 {
+            notes.push(format!(
+                "Blocked connections to {} more hosts (see /sandbox log).",
+                seen.more_blocked
+            ));
+        }
+        if seen.unlogged > 0 {
+            let n = std::mem::take(&mut seen.unlogged);
+            drop(seen);
+            self.gate.log.append(&Violation::now(
+                "network",
+                "connect",
+                "(more hosts)",
+                &format!("{n} more network decisions of one command were not logged (at most {MAX_LOGGED} each)"),
+                "",
+            ));
+        }
+        notes
     }
 }
 
@@ -422,13 +534,16 @@ mod tests {
         ));
         assert!(matches!(
             r.judge(&host("www.example.com")),
-            Judgement::Allowed(_)
+            Judgement::Allowed { .. }
         ));
         assert_eq!(r.judge(&host("example.com")), Judgement::Unlisted);
         r.granted.push((host("example.com"), "granted".into()));
         assert_eq!(
             r.judge(&host("example.com")),
-            Judgement::Allowed("granted".into())
+            Judgement::Allowed {
+                rule: "granted".into(),
+                exact: false
+            }
         );
     }
 
@@ -451,7 +566,10 @@ mod tests {
     fn every_decision_is_logged_with_host_port_and_rule() {
         let f = fixture(rules(&["pypi.org"], &["evil.com"]));
         let net = CommandNet::new(f.gate.clone());
-        assert_eq!(net.decide(&host("PyPI.org."), 443), Decision::Allow);
+        assert!(matches!(
+            net.decide(&host("PyPI.org."), 443),
+            Decision::Allow(_)
+        ));
         assert!(
             matches!(net.decide(&host("evil.com"), 80), Decision::Deny(r) if r.starts_with("Blocked: a connection to evil.com:80: ") && r.contains("deniedDomains \"evil.com\""))
         );
@@ -498,18 +616,18 @@ mod tests {
         f.gate.set_asker(Some(once));
         let net = CommandNet::new(f.gate.clone());
         for _ in 0..3 {
-            assert_eq!(
+            assert!(matches!(
                 net.decide(&host("registry.npmjs.org"), 443),
-                Decision::Allow
-            );
+                Decision::Allow(_)
+            ));
         }
         assert_eq!(asked.load(Ordering::SeqCst), 1);
         // "Once" is this command's: the next one asks again, and nothing was stored.
         let next = CommandNet::new(f.gate.clone());
-        assert_eq!(
+        assert!(matches!(
             next.decide(&host("registry.npmjs.org"), 443),
-            Decision::Allow
-        );
+            Decision::Allow(_)
+        ));
         assert_eq!(asked.load(Ordering::SeqCst), 2);
         assert!(f.store.load("s1").unwrap().entries.is_empty());
         // A refusal holds for the rest of the command without asking again.
@@ -530,19 +648,22 @@ mod tests {
         let (session, asked) = asker(Some("session"));
         f.gate.set_asker(Some(session));
         let net = CommandNet::new(f.gate.clone());
-        assert_eq!(
+        assert!(matches!(
             net.decide(&host("Files.PythonHosted.org"), 443),
-            Decision::Allow
-        );
+            Decision::Allow(_)
+        ));
         let later = CommandNet::new(f.gate.clone());
-        assert_eq!(
+        assert!(matches!(
             later.decide(&host("files.pythonhosted.org"), 80),
-            Decision::Allow
-        );
+            Decision::Allow(_)
+        ));
         assert_eq!(asked.load(Ordering::SeqCst), 1);
         let (always, _) = asker(Some("always"));
         f.gate.set_asker(Some(always));
-        assert_eq!(later.decide(&host("[::2]"), 443), Decision::Allow);
+        assert!(matches!(
+            later.decide(&host("[2606:4700::1111]"), 443),
+            Decision::Allow(_)
+        ));
         let stored: Vec<(String, Scope)> = f
             .store
             .load("s1")
@@ -554,7 +675,7 @@ mod tests {
             stored,
             [
                 ("files.pythonhosted.org".into(), Scope::Session),
-                ("[::2]".into(), Scope::Always)
+                ("[2606:4700::1111]".into(), Scope::Always)
             ]
         );
     }
@@ -573,7 +694,12 @@ mod tests {
         let net = CommandNet::new(f.gate.clone());
         std::thread::scope(|s| {
             for _ in 0..8 {
-                s.spawn(|| assert_eq!(net.decide(&host("a.org"), 443), Decision::Allow));
+                s.spawn(|| {
+                    assert!(matches!(
+                        net.decide(&host("a.org"), 443),
+                        Decision::Allow(_)
+                    ))
+                });
             }
         });
         assert_eq!(count.load(Ordering::SeqCst), 1);
@@ -613,5 +739,100 @@ mod tests {
             Decision::Deny(_)
         ));
         assert_eq!(asked.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn a_local_host_is_asked_about_as_this_machine() {
+        let f = fixture(rules(&[], &[]));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s2 = seen.clone();
+        let a: Asker = Arc::new(move |q: &Question| {
+            s2.lock().unwrap().push(q.prompt.title.clone());
+            Some("abort".into())
+        });
+        f.gate.set_asker(Some(a));
+        let net = CommandNet::new(f.gate.clone());
+        for h in [
+            "localhost",
+            "10.0.0.5",
+            "[fe80::1]",
+            "169.254.169.254",
+            "example.org",
+        ] {
+            assert!(matches!(net.decide(&host(h), 80), Decision::Deny(_)), "{h}");
+        }
+        let titles = seen.lock().unwrap().clone();
+        for t in &titles[..4] {
+            assert!(t.contains("THIS machine or its local network"), "{t}");
+        }
+        assert!(titles[4].contains("leaves this machine"), "{}", titles[4]);
+    }
+
+    #[test]
+    fn a_command_asks_about_a_bounded_number_of_hosts() {
+        let f = fixture(rules(&[], &[]));
+        let (no, asked) = asker(Some("abort"));
+        f.gate.set_asker(Some(no));
+        let net = CommandNet::new(f.gate.clone());
+        for i in 0..50 {
+            assert!(matches!(
+                net.decide(&host(&format!("h{i}.org")), 443),
+                Decision::Deny(_)
+            ));
+        }
+        assert_eq!(asked.load(Ordering::SeqCst), MAX_QUESTIONS);
+        let notes = net.finish();
+        assert_eq!(notes.len(), MAX_NOTES + 1, "{notes:?}");
+        assert!(notes.last().unwrap().contains("40 more hosts"), "{notes:?}");
+        assert!(
+            notes[MAX_NOTES - 1].contains("already asked about"),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn the_end_of_the_command_withdraws_its_open_question() {
+        let f = fixture(rules(&[], &[]));
+        // An asker that waits for an answer that never comes, until withdrawn.
+        let a: Asker = Arc::new(|q: &Question| {
+            while !q.withdrawn.load(Ordering::SeqCst) {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            None
+        });
+        f.gate.set_asker(Some(a));
+        let net = CommandNet::new(f.gate.clone());
+        let asking = {
+            let net = net.clone();
+            std::thread::spawn(move || net.decide(&host("slow.org"), 443))
+        };
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        net.finish();
+        match asking.join().unwrap() {
+            Decision::Deny(r) => assert!(r.contains("over before the user answered"), "{r}"),
+            d => panic!("{d:?}"),
+        }
+        // The gate is free for the next command's questions.
+        let (yes, _) = asker(Some("once"));
+        f.gate.set_asker(Some(yes));
+        let next = CommandNet::new(f.gate.clone());
+        assert!(matches!(
+            next.decide(&host("slow.org"), 443),
+            Decision::Allow(_)
+        ));
+    }
+
+    #[test]
+    fn repeated_decisions_are_logged_once_per_command() {
+        let f = fixture(rules(&["pypi.org"], &[]));
+        let net = CommandNet::new(f.gate.clone());
+        for _ in 0..20 {
+            net.decide(&host("pypi.org"), 443);
+        }
+        net.decide(&host("pypi.org"), 80);
+        assert_eq!(f.log.recent(100).len(), 2);
+        let next = CommandNet::new(f.gate.clone());
+        next.decide(&host("pypi.org"), 443);
+        assert_eq!(f.log.recent(100).len(), 3);
     }
 }

@@ -24,10 +24,21 @@ use std::time::Duration;
 
 use super::domains::{parse_authority, Host};
 
+/// Which addresses an allowed host may be connected at.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Reach {
+    /// Also loopback, private, link-local and other non-public addresses: the user named
+    /// this host exactly. Otherwise (a wildcard, a prompt's answer) only public ones: the
+    /// name's DNS is not the user's to trust, and could point it at their own services.
+    pub private: bool,
+    /// Addresses deniedDomains lists: never connected to, whatever name leads there.
+    pub denied: Arc<Vec<IpAddr>>,
+}
+
 /// What `decide` says about one connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
-    Allow,
+    Allow(Reach),
     /// Refused; the reason goes back to the client (and so to the model).
     Deny(String),
 }
@@ -50,23 +61,38 @@ pub fn system_resolver() -> Resolve {
 const MAX_HEAD: usize = 64 * 1024;
 /// A client that has not sent its whole request head by then is dropped.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
+/// A failing `accept` (out of descriptors) is retried after this, not in a busy loop.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Connections one command may hold open at once; more are closed at once (each costs two
-/// threads in pi's process).
-pub const MAX_CONNECTIONS: usize = 512;
+/// threads and two pipes in pi's process).
+pub const MAX_CONNECTIONS: usize = 256;
 
 /// The sockets of the connections being served, to cut them all when the command ends.
 #[derive(Default)]
 struct Open {
     next: AtomicU64,
-    sockets: Mutex<HashMap<u64, Vec<TcpStream>>>,
+    /// None once stopped: nothing is added after the cut.
+    sockets: Mutex<Option<HashMap<u64, Vec<TcpStream>>>>,
 }
 
 impl Open {
-    /// Registers `client`; None when the command holds too many connections already.
+    fn new() -> Open {
+        Open {
+            next: AtomicU64::new(0),
+            sockets: Mutex::new(Some(HashMap::new())),
+        }
+    }
+
+    fn sockets(&self) -> std::sync::MutexGuard<'_, Option<HashMap<u64, Vec<TcpStream>>>> {
+        self.sockets.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers `client`; None when stopped or the command holds too many connections.
     fn add(&self, client: &TcpStream) -> Option<u64> {
         let copy = client.try_clone().ok()?;
-        let mut open = self.sockets.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = self.sockets();
+        let open = guard.as_mut()?;
         if open.len() >= MAX_CONNECTIONS {
             return None;
         }
@@ -75,33 +101,31 @@ impl Open {
         Some(id)
     }
 
-    fn add_upstream(&self, id: u64, upstream: &TcpStream) {
-        if let Ok(copy) = upstream.try_clone() {
-            if let Some(v) = self
-                .sockets
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get_mut(&id)
-            {
+    /// Registers the upstream of connection `id`; false once stopped (then the caller drops
+    /// both: a connect that finished after the cut must not live on).
+    fn add_upstream(&self, id: u64, upstream: &TcpStream) -> bool {
+        let Ok(copy) = upstream.try_clone() else {
+            return false;
+        };
+        match self.sockets().as_mut().and_then(|open| open.get_mut(&id)) {
+            Some(v) => {
                 v.push(copy);
+                true
             }
+            None => false,
         }
     }
 
     fn remove(&self, id: u64) {
-        self.sockets
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&id);
+        if let Some(open) = self.sockets().as_mut() {
+            open.remove(&id);
+        }
     }
 
+    /// Cuts every connection, and every one registered from now on.
     fn cut_all(&self) {
-        for (_, socks) in self
-            .sockets
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .drain()
-        {
+        let open = self.sockets().take().unwrap_or_default();
+        for (_, socks) in open {
             for s in socks {
                 let _ = s.shutdown(Shutdown::Both);
             }
@@ -132,7 +156,7 @@ impl Server {
 /// Serves `listener` on a thread of its own until `Server::stop`.
 pub fn serve(listener: TcpListener, decide: Decide, resolve: Resolve) -> io::Result<Server> {
     let (wake, woken) = UnixStream::pair()?;
-    let open = Arc::new(Open::default());
+    let open = Arc::new(Open::new());
     let served = open.clone();
     let thread = std::thread::Builder::new()
         .name("pi-sandbox-proxy".into())
@@ -151,6 +175,9 @@ fn accept_loop(
     decide: Decide,
     resolve: Resolve,
 ) {
+    if listener.set_nonblocking(true).is_err() {
+        return;
+    }
     loop {
         let mut fds = [
             libc::pollfd {
@@ -178,9 +205,20 @@ fn accept_loop(
         if fds[0].revents & libc::POLLIN == 0 {
             return;
         }
-        let Ok((client, _)) = listener.accept() else {
-            continue;
+        // Non-blocking: a connection reset between poll and accept must not leave this
+        // thread blocked in accept, where stop could not reach it.
+        let client = match listener.accept() {
+            Ok((c, _)) => c,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(_) => {
+                std::thread::sleep(ACCEPT_BACKOFF);
+                continue;
+            }
         };
+        // Some systems hand the listener's O_NONBLOCK on to what it accepts.
+        if client.set_nonblocking(false).is_err() {
+            continue;
+        }
         let Some(id) = open.add(&client) else {
             continue;
         };
@@ -203,6 +241,21 @@ struct Conn<'a> {
     resolve: &'a Resolve,
     id: u64,
     open: &'a Open,
+    /// The whole request head must have arrived by then (not each read: a byte every few
+    /// seconds would hold a thread for ever).
+    deadline: std::time::Instant,
+}
+
+impl Conn<'_> {
+    /// Sets the client's read timeout to what is left before the deadline.
+    fn before_deadline(&self, client: &TcpStream) -> io::Result<()> {
+        let left = self
+            .deadline
+            .checked_duration_since(std::time::Instant::now())
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| io::Error::from(io::ErrorKind::TimedOut))?;
+        client.set_read_timeout(Some(left))
+    }
 }
 
 fn handle(
@@ -217,6 +270,7 @@ fn handle(
         resolve,
         id,
         open,
+        deadline: std::time::Instant::now() + HEAD_TIMEOUT,
     };
     client.set_read_timeout(Some(HEAD_TIMEOUT))?;
     let mut reader = BufReader::new(client.try_clone()?);
@@ -228,23 +282,36 @@ fn handle(
     }
 }
 
-/// Connects to what was judged; refuses a loopback address the host did not name itself.
-fn connect(host: &Host, port: u16, resolve: &Resolve) -> Result<TcpStream, String> {
+/// Connects to what was judged, at an address `reach` allows: an IP the host named is
+/// connected to as judged; `localhost` only at loopback addresses; a name elsewhere at public
+/// addresses unless the user named it exactly; never at an address deniedDomains lists, or
+/// at 0.0.0.0 / :: (which reach the loopback).
+fn connect(host: &Host, port: u16, reach: &Reach, resolve: &Resolve) -> Result<TcpStream, String> {
     let addrs = resolve(host, port).map_err(|e| format!("cannot resolve {host}: {e}"))?;
-    let loopback_asked = match host {
-        Host::Ip(ip) => ip.is_loopback(),
-        Host::Name(n) => n == "localhost",
-    };
     let mut last = format!("{host} has no address");
     for addr in addrs {
-        if is_local(addr.ip()) && !loopback_asked {
-            last = format!(
-                "{host} resolves to {}, a loopback address; only a host named as the loopback (localhost, 127.0.0.1) may reach it",
-                addr.ip()
-            );
+        let ip = unwrapped(addr.ip());
+        let refused = if ip.is_unspecified() {
+            Some("an unspecified address, which leads to the loopback")
+        } else if reach.denied.contains(&ip) {
+            Some("an address network.deniedDomains lists")
+        } else {
+            match host {
+                Host::Ip(_) => None,
+                Host::Name(n) if n == "localhost" => {
+                    (!ip.is_loopback()).then_some("not a loopback address")
+                }
+                Host::Name(_) if reach.private || is_public(ip) => None,
+                Host::Name(_) => Some(
+                    "not a public address (loopback, private, link-local, ...); only a host listed exactly in network.allowedDomains may lead there",
+                ),
+            }
+        };
+        if let Some(why) = refused {
+            last = format!("{host} resolves to {ip}, {why}");
             continue;
         }
-        match TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT) {
+        match TcpStream::connect_timeout(&SocketAddr::new(ip, addr.port()), CONNECT_TIMEOUT) {
             Ok(s) => {
                 let _ = s.set_nodelay(true);
                 return Ok(s);
@@ -255,13 +322,54 @@ fn connect(host: &Host, port: u16, resolve: &Resolve) -> Result<TcpStream, Strin
     Err(last)
 }
 
-fn is_local(ip: IpAddr) -> bool {
+/// The IPv4 address inside an IPv4-mapped, IPv4-compatible or NAT64 (64:ff9b::/96) IPv6
+/// address; others as they are.
+pub fn unwrapped(ip: IpAddr) -> IpAddr {
     match ip {
-        IpAddr::V4(a) => a.is_loopback() || a.is_unspecified(),
         IpAddr::V6(a) => {
-            a.is_loopback()
-                || a.is_unspecified()
-                || a.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+            let s = a.segments();
+            if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+                let o = a.octets();
+                return IpAddr::V4(std::net::Ipv4Addr::new(o[12], o[13], o[14], o[15]));
+            }
+            match a.to_ipv4() {
+                // `::` and `::1` are IPv6's own, not IPv4-compatible addresses.
+                Some(v4) if !(a.is_unspecified() || a.is_loopback()) => IpAddr::V4(v4),
+                _ => ip,
+            }
+        }
+        v4 => v4,
+    }
+}
+
+/// Whether `ip` is a public unicast address (not loopback, private, shared, link-local,
+/// multicast, reserved, documentation or benchmarking).
+pub fn is_public(ip: IpAddr) -> bool {
+    match unwrapped(ip) {
+        IpAddr::V4(a) => {
+            let o = a.octets();
+            !(o[0] == 0
+                || a.is_loopback()
+                || a.is_private()
+                || a.is_link_local()
+                || a.is_multicast()
+                || a.is_broadcast()
+                || a.is_documentation()
+                || o[0] >= 240
+                || (o[0] == 100 && (64..128).contains(&o[1]))
+                || (o[0] == 192 && o[1] == 0 && o[2] == 0)
+                || (o[0] == 198 && (18..20).contains(&o[1])))
+        }
+        IpAddr::V6(a) => {
+            let s = a.segments();
+            !(a.is_unspecified()
+                || a.is_loopback()
+                || a.is_multicast()
+                || (s[0] & 0xfe00) == 0xfc00
+                || (s[0] & 0xffc0) == 0xfe80
+                || (s[0] & 0xffc0) == 0xfec0
+                || s[0] == 0x2001 && s[1] == 0xdb8
+                || s[0] == 0x100 && s[1..4] == [0, 0, 0])
         }
     }
 }
@@ -274,7 +382,11 @@ fn relay(
     upstream: TcpStream,
     conn: &Conn,
 ) -> io::Result<()> {
-    conn.open.add_upstream(conn.id, &upstream);
+    if !conn.open.add_upstream(conn.id, &upstream) {
+        // Stopped while this one was connecting.
+        let _ = upstream.shutdown(Shutdown::Both);
+        return Ok(());
+    }
     client.set_read_timeout(None)?;
     let _ = client.set_nodelay(true);
     let up_read = upstream.try_clone()?;
@@ -331,8 +443,8 @@ fn splice_pump(from: &TcpStream, to: &TcpStream) -> io::Result<Option<u64>> {
     }
     // SAFETY: both are new descriptors we own.
     let (pipe_r, pipe_w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    // SAFETY: fcntl on our own pipe; a failure leaves the default size.
-    unsafe { libc::fcntl(pipe_w.as_raw_fd(), libc::F_SETPIPE_SZ, CHUNK as libc::c_int) };
+    // The default pipe size (64 KiB): larger ones count against the user's pipe budget,
+    // which shrinks every new pipe of theirs once it is spent.
     let mut total = 0u64;
     loop {
         // SAFETY: splice between descriptors we hold, no offsets.
@@ -397,11 +509,13 @@ fn http_error(mut client: &TcpStream, status: &str, reason: &str) -> io::Result<
     )
 }
 
-/// Reads the request head (through the blank line), at most `MAX_HEAD` bytes.
-fn read_head(reader: &mut BufReader<TcpStream>) -> io::Result<Option<Vec<String>>> {
+/// Reads the request head (through the blank line), at most `MAX_HEAD` bytes, by the
+/// connection's deadline.
+fn read_head(reader: &mut BufReader<TcpStream>, conn: &Conn) -> io::Result<Option<Vec<String>>> {
     let mut lines = Vec::new();
     let mut total = 0;
     loop {
+        conn.before_deadline(reader.get_ref())?;
         let mut line = Vec::new();
         let n = reader
             .by_ref()
@@ -438,17 +552,20 @@ fn open_upstream(
         Ok((_, None)) => return http_error(client, "400 Bad Request", no_port).map(|_| None),
         Err(e) => return http_error(client, "400 Bad Request", &e.to_string()).map(|_| None),
     };
-    if let Decision::Deny(reason) = (conn.decide)(&host, port) {
-        return http_error(client, "403 Forbidden", &reason).map(|_| None);
-    }
-    match connect(&host, port, conn.resolve) {
+    let reach = match (conn.decide)(&host, port) {
+        Decision::Allow(reach) => reach,
+        Decision::Deny(reason) => {
+            return http_error(client, "403 Forbidden", &reason).map(|_| None)
+        }
+    };
+    match connect(&host, port, &reach, conn.resolve) {
         Ok(s) => Ok(Some(s)),
         Err(e) => http_error(client, "502 Bad Gateway", &e).map(|_| None),
     }
 }
 
 fn http(mut reader: BufReader<TcpStream>, client: TcpStream, conn: &Conn) -> io::Result<()> {
-    let head = match read_head(&mut reader) {
+    let head = match read_head(&mut reader, conn) {
         Ok(Some(h)) if !h.is_empty() => h,
         _ => return http_error(&client, "400 Bad Request", "unreadable request head"),
     };
@@ -489,29 +606,79 @@ fn http(mut reader: BufReader<TcpStream>, client: TcpStream, conn: &Conn) -> io:
     else {
         return Ok(());
     };
-    // Origin form upstream; the proxy's own headers are not forwarded.
+    upstream.write_all(origin_form(method, &url, version, &head[1..]).as_bytes())?;
+    relay(client, reader, upstream, conn)
+}
+
+/// A plain proxy request as it goes upstream: origin form; `Host` from the URL that was
+/// judged (never the client's own, which could name another site behind the same server);
+/// the proxy's and hop-by-hop headers left out; `Connection: close`, so that the client's
+/// next request, maybe for another host, comes on a new connection and is judged (a
+/// protocol upgrade keeps its `Connection: Upgrade`).
+fn origin_form(method: &str, url: &url::Url, version: &str, headers: &[String]) -> String {
     let mut path = url.path().to_string();
     if let Some(q) = url.query() {
         path.push('?');
         path.push_str(q);
     }
-    let mut out = format!("{method} {path} {version}\r\n");
-    for line in &head[1..] {
-        let name = line.split(':').next().unwrap_or("").trim();
-        if name.eq_ignore_ascii_case("proxy-connection")
-            || name.eq_ignore_ascii_case("proxy-authorization")
-        {
-            continue;
+    let name_of = |line: &str| {
+        line.split(':')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase()
+    };
+    let value_of = |line: &str| line.split_once(':').map(|(_, v)| v.trim().to_string());
+    // Headers the client's `Connection` names are hop-by-hop too.
+    let mut hop: Vec<String> = [
+        "proxy-connection",
+        "proxy-authorization",
+        "host",
+        "connection",
+        "keep-alive",
+    ]
+    .map(String::from)
+    .to_vec();
+    for line in headers.iter().filter(|l| name_of(l) == "connection") {
+        if let Some(v) = value_of(line) {
+            hop.extend(v.split(',').map(|t| t.trim().to_ascii_lowercase()));
         }
-        out.push_str(line);
-        out.push_str("\r\n");
     }
-    out.push_str("\r\n");
-    upstream.write_all(out.as_bytes())?;
-    relay(client, reader, upstream, conn)
+    let upgrade = headers.iter().any(|l| name_of(l) == "upgrade");
+    hop.retain(|h| !(upgrade && h == "upgrade"));
+    let host = match url.port() {
+        Some(p) => format!("{}:{p}", url.host_str().unwrap_or_default()),
+        None => url.host_str().unwrap_or_default().to_string(),
+    };
+    let mut out = format!("{method} {path} {version}\r\nHost: {host}\r\n");
+    for line in headers {
+        if !hop.contains(&name_of(line)) {
+            out.push_str(line);
+            out.push_str("\r\n");
+        }
+    }
+    out.push_str(if upgrade {
+        "Connection: Upgrade\r\n\r\n"
+    } else {
+        "Connection: close\r\n\r\n"
+    });
+    out
 }
 
 // ---- SOCKS5 (RFC 1928) -------------------------------------------------------------------
+
+/// A reader that gives up at the connection's deadline.
+struct Deadlined<'a, 'c> {
+    inner: &'a mut BufReader<TcpStream>,
+    conn: &'a Conn<'c>,
+}
+
+impl Read for Deadlined<'_, '_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.conn.before_deadline(self.inner.get_ref())?;
+        self.inner.read(buf)
+    }
+}
 
 const SOCKS_REFUSED_BY_RULES: u8 = 0x02;
 const SOCKS_HOST_UNREACHABLE: u8 = 0x04;
@@ -523,35 +690,40 @@ fn socks_reply(mut client: &TcpStream, code: u8) -> io::Result<()> {
 }
 
 fn socks5(mut reader: BufReader<TcpStream>, client: TcpStream, conn: &Conn) -> io::Result<()> {
+    // Short reads, one deadline for all of them.
+    let mut input = Deadlined {
+        inner: &mut reader,
+        conn,
+    };
     let mut greeting = [0u8; 2];
-    reader.read_exact(&mut greeting)?;
+    input.read_exact(&mut greeting)?;
     let mut methods = vec![0u8; greeting[1] as usize];
-    reader.read_exact(&mut methods)?;
+    input.read_exact(&mut methods)?;
     if !methods.contains(&0) {
         return (&client).write_all(&[5, 0xff]);
     }
     (&client).write_all(&[5, 0])?;
     let mut request = [0u8; 4];
-    reader.read_exact(&mut request)?;
+    input.read_exact(&mut request)?;
     if request[0] != 5 {
         return Ok(());
     }
     let raw_host = match request[3] {
         1 => {
             let mut a = [0u8; 4];
-            reader.read_exact(&mut a)?;
+            input.read_exact(&mut a)?;
             std::net::Ipv4Addr::from(a).to_string()
         }
         4 => {
             let mut a = [0u8; 16];
-            reader.read_exact(&mut a)?;
+            input.read_exact(&mut a)?;
             format!("[{}]", std::net::Ipv6Addr::from(a))
         }
         3 => {
             let mut len = [0u8; 1];
-            reader.read_exact(&mut len)?;
+            input.read_exact(&mut len)?;
             let mut name = vec![0u8; len[0] as usize];
-            reader.read_exact(&mut name)?;
+            input.read_exact(&mut name)?;
             match String::from_utf8(name) {
                 Ok(n) => n,
                 Err(_) => return socks_reply(&client, SOCKS_ADDRESS_UNSUPPORTED),
@@ -560,7 +732,7 @@ fn socks5(mut reader: BufReader<TcpStream>, client: TcpStream, conn: &Conn) -> i
         _ => return socks_reply(&client, SOCKS_ADDRESS_UNSUPPORTED),
     };
     let mut port = [0u8; 2];
-    reader.read_exact(&mut port)?;
+    input.read_exact(&mut port)?;
     let port = u16::from_be_bytes(port);
     // Only CONNECT: BIND and UDP ASSOCIATE would open other ways out.
     if request[1] != 1 {
@@ -570,10 +742,11 @@ fn socks5(mut reader: BufReader<TcpStream>, client: TcpStream, conn: &Conn) -> i
         Ok(h) if port != 0 => h,
         _ => return socks_reply(&client, SOCKS_ADDRESS_UNSUPPORTED),
     };
-    if let Decision::Deny(_) = (conn.decide)(&host, port) {
-        return socks_reply(&client, SOCKS_REFUSED_BY_RULES);
-    }
-    let upstream = match connect(&host, port, conn.resolve) {
+    let reach = match (conn.decide)(&host, port) {
+        Decision::Allow(reach) => reach,
+        Decision::Deny(_) => return socks_reply(&client, SOCKS_REFUSED_BY_RULES),
+    };
+    let upstream = match connect(&host, port, &reach, conn.resolve) {
         Ok(s) => s,
         Err(_) => return socks_reply(&client, SOCKS_HOST_UNREACHABLE),
     };
@@ -632,7 +805,10 @@ mod tests {
         let decide: Decide = Arc::new(move |host: &Host, port: u16| {
             log.lock().unwrap().push(format!("{host}:{port}"));
             match filter.decide(host) {
-                Verdict::Allowed(_) => Decision::Allow,
+                Verdict::Allowed(entry) => Decision::Allow(Reach {
+                    private: !entry.starts_with("*."),
+                    denied: Arc::new(filter.denied_ips()),
+                }),
                 Verdict::Denied(e) => {
                     Decision::Deny(format!("{host} is denied by deniedDomains entry {e:?}"))
                 }
@@ -744,22 +920,35 @@ mod tests {
     }
 
     #[test]
-    fn an_allowed_name_cannot_be_pointed_at_the_loopback_by_its_dns() {
+    fn a_name_cannot_be_pointed_at_local_addresses_by_its_dns() {
         let (port, seen) = upstream();
-        // "rebind.test" is allowed, and its DNS answers 127.0.0.1.
-        let resolve: Resolve = Arc::new(|host: &Host, port: u16| match host {
-            Host::Name(n) if n == "rebind.test" => {
-                Ok(vec![SocketAddr::from(([127, 0, 0, 1], port))])
-            }
-            _ => system_resolver()(host, port),
+        // Names whose DNS (the attacker's) answers local and non-public addresses.
+        let resolve: Resolve = Arc::new(|host: &Host, port: u16| {
+            let ip: IpAddr = match host.to_string().as_str() {
+                "a.rebind.test" | "rebind.test" => "127.0.0.1".parse().unwrap(),
+                "zero.rebind.test" => "::ffff:0.0.0.0".parse().unwrap(),
+                "mapped.rebind.test" => "::ffff:127.0.0.1".parse().unwrap(),
+                "nat64.rebind.test" => "64:ff9b::7f00:1".parse().unwrap(),
+                "meta.rebind.test" => "169.254.169.254".parse().unwrap(),
+                "lan.rebind.test" => "10.1.2.3".parse().unwrap(),
+                "ula.rebind.test" => "fd00::1".parse().unwrap(),
+                _ => return system_resolver()(host, port),
+            };
+            Ok(vec![SocketAddr::new(ip, port)])
         });
-        let p = proxy(&["rebind.test", "localhost"], &[], resolve);
-        let out = exchange(
-            &p,
-            format!("CONNECT rebind.test:{port} HTTP/1.1\r\n\r\nx").as_bytes(),
-        );
-        assert!(out.starts_with("HTTP/1.1 502"), "{out}");
-        assert!(out.contains("loopback"), "{out}");
+        // A wildcard (or a prompt's answer) allows public addresses only.
+        let p = proxy(&["*.rebind.test", "localhost"], &[], resolve.clone());
+        for name in ["a", "zero", "mapped", "nat64", "meta", "lan", "ula"] {
+            let out = exchange(
+                &p,
+                format!("CONNECT {name}.rebind.test:{port} HTTP/1.1\r\n\r\nx").as_bytes(),
+            );
+            assert!(out.starts_with("HTTP/1.1 502"), "{name}: {out}");
+            assert!(
+                out.contains("not a public address") || out.contains("unspecified"),
+                "{name}: {out}"
+            );
+        }
         assert!(
             seen.lock().unwrap().is_empty(),
             "nothing reached the local service"
@@ -770,6 +959,118 @@ mod tests {
             format!("CONNECT localhost:{port} HTTP/1.1\r\n\r\nx").as_bytes(),
         );
         assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+        // A name the user listed exactly may lead to a local address (an intranet host, a
+        // name in /etc/hosts), but never to an address deniedDomains lists.
+        let named = proxy(&["rebind.test"], &["127.0.0.1"], resolve.clone());
+        let out = exchange(
+            &named,
+            format!("CONNECT rebind.test:{port} HTTP/1.1\r\n\r\nx").as_bytes(),
+        );
+        assert!(out.contains("deniedDomains lists"), "{out}");
+        let named = proxy(&["rebind.test"], &[], resolve);
+        let out = exchange(
+            &named,
+            format!("CONNECT rebind.test:{port} HTTP/1.1\r\n\r\nx").as_bytes(),
+        );
+        assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    }
+
+    #[test]
+    fn public_addresses_are_told_from_the_rest() {
+        for ip in ["1.1.1.1", "8.8.8.8", "2606:4700::1111", "::ffff:1.1.1.1"] {
+            assert!(is_public(ip.parse().unwrap()), "{ip}");
+        }
+        for ip in [
+            "0.1.2.3",
+            "127.0.0.2",
+            "10.0.0.1",
+            "172.16.0.1",
+            "192.168.1.1",
+            "100.64.0.1",
+            "169.254.1.1",
+            "224.0.0.1",
+            "255.255.255.255",
+            "240.0.0.1",
+            "192.0.2.1",
+            "198.18.0.1",
+            "::",
+            "::1",
+            "fe80::1",
+            "fd12::1",
+            "ff02::1",
+            "::ffff:10.0.0.1",
+            "64:ff9b::a00:1",
+            "::7f00:1",
+            "2001:db8::1",
+        ] {
+            assert!(!is_public(ip.parse().unwrap()), "{ip}");
+        }
+    }
+
+    #[test]
+    fn plain_requests_go_upstream_with_the_judged_host_and_connection_close() {
+        let url = url::Url::parse("http://example.com:8080/p?q=1").unwrap();
+        let head: Vec<String> = [
+            "Host: evil.example",
+            "Connection: keep-alive, X-Hop",
+            "X-Hop: 1",
+            "Keep-Alive: timeout=5",
+            "Proxy-Connection: keep-alive",
+            "Accept: */*",
+        ]
+        .map(String::from)
+        .to_vec();
+        let out = origin_form("GET", &url, "HTTP/1.1", &head);
+        assert_eq!(
+            out,
+            "GET /p?q=1 HTTP/1.1\r\nHost: example.com:8080\r\nAccept: */*\r\nConnection: close\r\n\r\n"
+        );
+        let ws: Vec<String> = ["Connection: Upgrade", "Upgrade: websocket"]
+            .map(String::from)
+            .to_vec();
+        let out = origin_form(
+            "GET",
+            &url::Url::parse("http://a.b/").unwrap(),
+            "HTTP/1.1",
+            &ws,
+        );
+        assert_eq!(
+            out,
+            "GET / HTTP/1.1\r\nHost: a.b\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn a_slow_head_is_cut_at_the_deadline_not_per_read() {
+        // Not timed: the deadline is checked before each read; once passed, the read fails.
+        let p = proxy(&["localhost"], &[], system_resolver());
+        let mut s = TcpStream::connect(p.addr).unwrap();
+        s.write_all(b"CONNECT localhost:1 HTTP/1.1\r\n").unwrap();
+        let conn_deadline = std::time::Instant::now() - Duration::from_secs(1);
+        let open = Open::new();
+        let decide: Decide = Arc::new(|_: &Host, _| Decision::Deny("x".into()));
+        let resolve = system_resolver();
+        let conn = Conn {
+            decide: &decide,
+            resolve: &resolve,
+            id: 0,
+            open: &open,
+            deadline: conn_deadline,
+        };
+        let e = conn.before_deadline(&s).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+        drop(p);
+    }
+
+    #[test]
+    fn nothing_is_registered_after_stop() {
+        let open = Open::new();
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let id = open.add(&a).unwrap();
+        open.cut_all();
+        assert!(open.add(&a).is_none(), "no new client after the cut");
+        assert!(!open.add_upstream(id, &a), "no upstream after the cut");
     }
 
     #[test]
