@@ -5,13 +5,15 @@
 //      0.0.78's HTTP proxy (in a process of its own); and ours end to end, from a filtered
 //      command inside bwrap through its door in the network namespace. Sender and receiver
 //      are socat with 256 KiB buffers, the file in the page cache.
-//   2. Latency of a new connection (connect, CONNECT, one byte echoed) at 1 and 100
-//      concurrent connections: p50 and p99, and what each proxy adds to direct's.
+//   2. Latency of a new connection (connect, CONNECT and its 200, one byte echoed) at 1 and
+//      100 concurrent connections, from a native client (examples/netbench.rs) to a native
+//      echo server: p50 and p99, and what each proxy adds to direct's.
 //   3. A filtered-network `true`: bare bwrap with the same mounts and --unshare-net; ours,
 //      as the extension runs it (prepare, spawn, finish: proxy stopped, audit); ours with
 //      network off; sandbox-runtime's wrapWithSandbox + spawn with a domain allowed.
 // Medians (throughput, `true`) and percentiles over many runs.
 //   node bench/network-bench.mjs [--quick]
+//   PI_SANDBOX_BENCH_PARTS=throughput,latency node bench/network-bench.mjs   (some parts only)
 import { execFileSync, spawn } from "node:child_process";
 import { closeSync, mkdirSync, mkdtempSync, openSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -28,6 +30,7 @@ const GIB = 1 << 30;
 const THROUGHPUT_RUNS = quick ? 3 : 7;
 const TRUE_RUNS = quick ? 11 : 31;
 const LATENCY_ROUNDS = quick ? 2 : 5;
+const PARTS = new Set((process.env.PI_SANDBOX_BENCH_PARTS ?? "throughput,latency,true").split(","));
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const pct = (xs, p) => {
@@ -57,13 +60,19 @@ function helper(program, args) {
     child.stdout.on("data", (d) => {
       out += d;
       const nl = out.indexOf("\n");
-      if (nl >= 0) resolve({ port: Number(out.slice(0, nl)), stop: () => child.stdin.end(), child });
+      if (nl >= 0) {
+        const [port, auth] = out.slice(0, nl).split(" ");
+        resolve({ port: Number(port), auth, stop: () => child.stdin.end(), child });
+      }
     });
     child.on("error", reject);
     child.on("close", (code) => reject(new Error(`${args.join(" ")} exited ${code}`)));
   });
 }
 
+// Built before HOME is changed below (cargo finds its toolchain there).
+execFileSync("cargo", ["build", "--release", "-q", "--example", "netbench"], { cwd: repo, stdio: "inherit" });
+const netbench = path.join(repo, "target", "release", "examples", "netbench");
 mkdirSync(path.join(repo, ".bench"), { recursive: true });
 const root = realpathSync(mkdtempSync(path.join(repo, ".bench", "net-")));
 const home = path.join(root, "home");
@@ -82,6 +91,7 @@ if (sandbox.error) throw new Error(sandbox.error.message);
 
 try {
   // ---- 1. throughput ---------------------------------------------------------------------
+  if (PARTS.has("throughput")) {
   const file = path.join(root, "1GiB");
   execFileSync("head", ["-c", String(GIB), "/dev/zero"], { stdio: ["ignore", openSync(file, "w"), "inherit"] });
   execFileSync("cat", [file], { stdio: ["ignore", "ignore", "inherit"] }); // into the page cache
@@ -95,11 +105,12 @@ try {
     });
   });
   const sink = "OPEN:/dev/null,wronly";
-  const via = (proxyPort) => `PROXY:127.0.0.1:127.0.0.1:${sender.port},proxyport=${proxyPort}`;
+  const via = (proxyPort, auth) =>
+    `PROXY:127.0.0.1:127.0.0.1:${sender.port},proxyport=${proxyPort}${auth ? `,proxyauth=${auth}` : ""}`;
   const transfers = {
     "direct loopback": () => timed("socat", ["-u", "-b", "262144", `TCP:127.0.0.1:${sender.port}`, sink]),
     "ours (host proxy)": () => timed("socat", ["-u", "-b", "262144", via(ours.port), sink]),
-    "sandbox-runtime 0.0.78": () => timed("socat", ["-u", "-b", "262144", via(srt.port), sink]),
+    "sandbox-runtime 0.0.78": () => timed("socat", ["-u", "-b", "262144", via(srt.port, srt.auth), sink]),
     "ours, from inside bwrap (filtered)": async () => {
       const p = await sandbox.prepareBashAsync(`exec socat -u -b 262144 ${via("${HTTP_PROXY##*:}")} ${sink}`, "filtered");
       if (p.verdict !== "sandboxed") throw new Error(p.reason);
@@ -124,59 +135,35 @@ try {
   console.log("|---|---:|---:|");
   for (const [k, xs] of Object.entries(rates)) console.log(`| ${k} | ${median(xs).toFixed(2)} | ${(median(xs) / direct).toFixed(2)} |`);
 
+  }
+
   // ---- 2. connection latency -------------------------------------------------------------
-  const echo = await helper(process.execPath, [
-    "-e",
-    `const s = require("node:net").createServer((c) => c.pipe(c)).listen(0, "127.0.0.1", () => console.log(s.address().port)); process.stdin.resume(); process.stdin.on("end", () => process.exit(0));`,
-  ]);
-  /** One connection: connect, CONNECT (through a proxy), one byte echoed. Its time in ms. */
-  const once = (proxyPort) =>
+  if (PARTS.has("latency")) {
+  // A native client and echo server (examples/netbench.rs): the proxies' time, not a
+  // JavaScript event loop's.
+  const echo = await helper(netbench, ["echo"]);
+  const targets = { direct: [], ours: [String(ours.port)], "sandbox-runtime 0.0.78": [String(srt.port), srt.auth] };
+  const latencyOf = (concurrency, per, proxy) =>
     new Promise((resolve, reject) => {
-      const t0 = process.hrtime.bigint();
-      const sock = net.connect(proxyPort ?? echo.port, "127.0.0.1");
-      sock.setNoDelay(true);
-      let buf = "";
-      let tunnelled = proxyPort === undefined;
-      const ping = () => sock.write("x");
-      sock.on("connect", () => {
-        if (tunnelled) ping();
-        else sock.write(`CONNECT 127.0.0.1:${echo.port} HTTP/1.1\r\nHost: 127.0.0.1:${echo.port}\r\n\r\n`);
+      const child = spawn(netbench, ["latency", String(echo.port), String(concurrency), String(per), ...proxy.filter(Boolean)], {
+        stdio: ["ignore", "pipe", "inherit"],
       });
-      sock.on("data", (d) => {
-        buf += d;
-        if (!tunnelled) {
-          const end = buf.indexOf("\r\n\r\n");
-          if (end < 0) return;
-          if (!/^HTTP\/1\.[01] 200/.test(buf)) return reject(new Error(buf.split("\r\n")[0]));
-          buf = buf.slice(end + 4);
-          tunnelled = true;
-          if (!buf) return ping();
-        }
-        if (buf.includes("x")) {
-          resolve(Number(process.hrtime.bigint() - t0) / 1e6);
-          sock.destroy();
-        }
-      });
-      sock.on("error", reject);
+      let out = "";
+      child.stdout.on("data", (d) => (out += d));
+      child.on("error", reject);
+      child.on("close", (code) => (code === 0 ? resolve(out.trim().split("\n").map((l) => Number(l) / 1000)) : reject(new Error(`netbench: exit ${code}`))));
     });
-  const targets = { direct: undefined, ours: ours.port, "sandbox-runtime 0.0.78": srt.port };
   const latency = {};
   for (const concurrency of [1, 100]) {
-    const per = concurrency === 1 ? 200 : 10;
+    const per = concurrency === 1 ? 400 : 8;
     const samples = Object.fromEntries(Object.keys(targets).map((k) => [k, []]));
     for (let round = 0; round < LATENCY_ROUNDS; round++) {
-      for (const [k, port] of Object.entries(targets)) {
-        await Promise.all(
-          Array.from({ length: concurrency }, async () => {
-            for (let i = 0; i < per; i++) samples[k].push(await once(port));
-          }),
-        );
-      }
+      for (const [k, proxy] of Object.entries(targets)) samples[k].push(...(await latencyOf(concurrency, per, proxy)));
     }
     latency[concurrency] = samples;
   }
   echo.stop();
-  console.log(`\nA new connection (connect, CONNECT, one byte echoed), ms — ${LATENCY_ROUNDS} interleaved rounds\n`);
+  console.log(`\nA new connection (connect, CONNECT and its 200, one byte echoed), ms — ${LATENCY_ROUNDS} interleaved rounds, a native client\n`);
   console.log("| concurrent | path | connections | p50 | p99 | p50 added | p99 added |");
   console.log("|---:|---|---:|---:|---:|---:|---:|");
   for (const [c, samples] of Object.entries(latency)) {
@@ -186,10 +173,12 @@ try {
       console.log(`| ${c} | ${k} | ${xs.length} | ${pct(xs, 50).toFixed(3)} | ${pct(xs, 99).toFixed(3)} | ${added[0]} | ${added[1]} |`);
     }
   }
+  }
 
   // ---- 3. a filtered `true` --------------------------------------------------------------
+  if (PARTS.has("true")) {
   const first = await sandbox.prepareBashAsync("true", "filtered");
-  const shown = first.shown;
+  const { shown, program: bwrap } = first;
   await first.finishAsync();
   // The same mounts by path, the script on fd 3, without pi-sandbox-init and the filters.
   const bare = [];
@@ -229,7 +218,7 @@ try {
     "bare bwrap, same mounts, --unshare-net": async () => {
       const fd = openSync(script, "r");
       try {
-        await timed(first.program, bare, { cwd, env, stdio: ["ignore", "ignore", "pipe", fd] });
+        await timed(bwrap, bare, { cwd, env, stdio: ["ignore", "ignore", "pipe", fd] });
       } finally {
         closeSync(fd);
       }
@@ -259,6 +248,7 @@ try {
   console.log("| command | median ms | × bare bwrap |");
   console.log("|---|---:|---:|");
   for (const [k, xs] of Object.entries(samples)) console.log(`| ${k} | ${median(xs).toFixed(2)} | ${(median(xs) / ref).toFixed(2)} |`);
+  }
 } finally {
   ours.stop();
   srt.stop();

@@ -1,7 +1,8 @@
 // A proxy for bench/network-bench.mjs, in a process of its own (as each runs beside pi):
 //   node bench/proxy-server.mjs ours  — pi-sandbox-rs's proxy (Sandbox.startHostProxy)
 //   node bench/proxy-server.mjs srt   — @anthropic-ai/sandbox-runtime's HTTP proxy
-// Both allow 127.0.0.1 and localhost. Prints the port on stdout, then serves until stdin ends.
+// Both allow 127.0.0.1 and localhost. Prints "PORT [USER:PASSWORD]" (sandbox-runtime's proxy
+// asks for the credential it gives its sandboxes), then serves until stdin ends.
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -34,7 +35,8 @@ if (which === "ours") {
     filesystem: { denyRead: [], allowWrite: ["."], denyWrite: [] },
   });
   stop = () => SandboxManager.reset();
-  console.log(SandboxManager.getProxyPort());
+  const token = SandboxManager.getProxyAuthToken();
+  console.log(`${SandboxManager.getProxyPort()}${token ? ` srt:${token}` : ""}`);
 } else {
   console.error("usage: node bench/proxy-server.mjs ours|srt");
   process.exit(2);

@@ -39,6 +39,20 @@ expect 0 -- run -- sh -c 'echo "fn main() {}" > src/main.rs && cat src/main.rs'
 expect 42 -- run -- sh -c 'exit 42'
 expect fail -- run --network off -- curl -sS -m 3 https://registry.npmjs.org/
 echo
+echo "== network filtered by domain (a server on this machine's 127.0.0.1 stands in for the internet)"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+python3 -m http.server "$port" --bind 127.0.0.1 --directory "$demo/project" >/dev/null 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null; rm -rf "$demo"' EXIT
+mkdir -p "$PI_CODING_AGENT_DIR/extensions"
+echo '{"network": {"allowedDomains": ["localhost"], "deniedDomains": ["evil.example"]}}' > "$PI_CODING_AGENT_DIR/extensions/sandbox.json"
+for _ in $(seq 50); do (echo > "/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+expect 0 -- run -- curl -sS -m 5 -o /dev/null -w 'localhost answered %{http_code} through the proxy\n' "http://localhost:$port/"
+expect fail -- run -- curl -sS -m 5 https://evil.example/
+expect fail -- run -- curl -sS -m 5 https://unlisted.example/
+expect fail -- run -- curl -sS -m 5 --noproxy '*' "http://127.0.0.1:$port/"
+rm "$PI_CODING_AGENT_DIR/extensions/sandbox.json"
+echo
 echo "== the same policy for pi's file tools (pi-sandbox check / explain)"
 expect 1 -- check read ~/.ssh/id_rsa
 expect 1 -- check write certs/server.pem

@@ -9,14 +9,16 @@
 //! refused unless the host asked for is the loopback itself (`localhost`, 127.0.0.1, ::1):
 //! an allowed domain cannot be pointed at the user's local services by its DNS.
 //!
-//! One thread per connection, blocking I/O; the relay copies each direction on its own
-//! thread (with `splice` on Linux: the bytes never enter this process). `Server::stop` ends
-//! everything a command opened: its listener and every connection still open.
+//! One thread per connection (from a pool of idle ones): blocking reads for the request head, then both directions on
+//! that thread with `splice` through a pipe per direction, waiting in `poll` (Linux: the
+//! bytes never enter this process; elsewhere a thread per direction copies through a buffer).
+//! `Server::stop` ends everything a command opened: its listener and every connection still
+//! open.
 
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -223,15 +225,89 @@ fn accept_loop(
             continue;
         };
         let (decide, resolve, served) = (decide.clone(), resolve.clone(), open.clone());
-        let spawned = std::thread::Builder::new()
-            .name("pi-sandbox-proxy-conn".into())
-            .spawn(move || {
-                let _ = handle(client, &decide, &resolve, id, &served);
-                served.remove(id);
-            });
-        if spawned.is_err() {
+        let ran = WORKERS.run(Box::new(move || {
+            let _ = handle(client, &decide, &resolve, id, &served);
+            served.remove(id);
+        }));
+        if !ran {
             open.remove(id);
         }
+    }
+}
+
+/// A job for a worker thread: one connection, from its request head to its end.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Threads that serve connections, kept a while after their connection ends: a new
+/// connection goes to an idle one instead of paying for a thread start (under load, thread
+/// starts and their stacks are much of what the proxy costs a connection). Busy ones never
+/// hold a new connection back: with none idle, another starts.
+struct Workers {
+    /// Idle workers, each by its id, with where to send it a job.
+    idle: Mutex<Vec<(u64, std::sync::mpsc::Sender<Job>)>>,
+    next: AtomicU64,
+}
+
+/// How long an idle worker waits for another connection before it ends.
+const WORKER_IDLE: Duration = Duration::from_secs(30);
+
+static WORKERS: Workers = Workers {
+    idle: Mutex::new(Vec::new()),
+    next: AtomicU64::new(0),
+};
+
+impl Workers {
+    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<(u64, std::sync::mpsc::Sender<Job>)>> {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `job` on an idle worker or a new one; false if no thread could be started.
+    fn run(&'static self, job: Job) -> bool {
+        let idle = self.idle().pop();
+        if let Some((_, worker)) = idle {
+            // Popped, it waits for this send (see `start`): it does not fail.
+            if let Err(std::sync::mpsc::SendError(job)) = worker.send(job) {
+                return self.start(job);
+            }
+            return true;
+        }
+        self.start(job)
+    }
+
+    fn start(&'static self, job: Job) -> bool {
+        std::thread::Builder::new()
+            .name("pi-sandbox-proxy-conn".into())
+            .spawn(move || {
+                let mut job = job;
+                loop {
+                    job();
+                    let id = self.next.fetch_add(1, Ordering::Relaxed);
+                    let (tx, rx) = std::sync::mpsc::channel();
+                    self.idle().push((id, tx));
+                    job = match rx.recv_timeout(WORKER_IDLE) {
+                        Ok(next) => next,
+                        Err(_) => {
+                            let mut idle = self.idle();
+                            match idle.iter().position(|(i, _)| *i == id) {
+                                // Still listed: no one will send; end.
+                                Some(at) => {
+                                    idle.remove(at);
+                                    return;
+                                }
+                                // Popped meanwhile: its job is on the way.
+                                None => {
+                                    drop(idle);
+                                    match rx.recv() {
+                                        Ok(next) => next,
+                                        Err(_) => return,
+                                    }
+                                }
+                            }
+                        }
+                    };
+                }
+            })
+            .is_ok()
     }
 }
 
@@ -389,35 +465,41 @@ fn relay(
     }
     client.set_read_timeout(None)?;
     let _ = client.set_nodelay(true);
+    (&upstream).write_all(reader.buffer())?;
+    #[cfg(target_os = "linux")]
+    if let Some(done) = splice_relay(&client, &upstream) {
+        return done;
+    }
+    // Without splice: a thread per direction, through a buffer.
     let up_read = upstream.try_clone()?;
     let client_write = client.try_clone()?;
     let down = std::thread::Builder::new()
         .name("pi-sandbox-proxy-down".into())
         .spawn(move || {
-            let _ = pump(&up_read, &client_write);
+            let _ = copy(&up_read, &client_write);
             let _ = client_write.shutdown(Shutdown::Write);
         })?;
-    let held = reader.buffer().to_vec();
-    let mut up_write = &upstream;
-    if up_write.write_all(&held).is_ok() {
-        let _ = pump(&client, &upstream);
-    }
+    let _ = copy(&client, &upstream);
     let _ = upstream.shutdown(Shutdown::Write);
     let _ = down.join();
     Ok(())
 }
 
-/// Bytes moved per step.
-const CHUNK: usize = 256 * 1024;
+/// Bytes moved per step (spliced).
+#[cfg(target_os = "linux")]
+const CHUNK: usize = 1 << 20;
+/// The copy buffer where there is no splice.
+const BUFFER: usize = 256 * 1024;
+/// After this many bytes a direction counts as a bulk transfer, and its pipe grows to
+/// `BULK_PIPE`.
+#[cfg(target_os = "linux")]
+const BULK: u64 = 4 << 20;
+#[cfg(target_os = "linux")]
+const BULK_PIPE: libc::c_int = 1 << 20;
 
-/// Copies `from` to `to` until `from` ends: with `splice` through a pipe on Linux (no copy
-/// into this process), else through a buffer.
-fn pump(from: &TcpStream, to: &TcpStream) -> io::Result<u64> {
-    #[cfg(target_os = "linux")]
-    if let Some(n) = splice_pump(from, to)? {
-        return Ok(n);
-    }
-    let mut buf = vec![0u8; CHUNK];
+/// Copies `from` to `to` through a buffer until `from` ends.
+fn copy(from: &TcpStream, to: &TcpStream) -> io::Result<u64> {
+    let mut buf = vec![0u8; BUFFER];
     let (mut from, mut to) = (from, to);
     let mut total = 0;
     loop {
@@ -432,68 +514,169 @@ fn pump(from: &TcpStream, to: &TcpStream) -> io::Result<u64> {
     }
 }
 
-/// `pump` with splice; None when no pipe could be made (then the caller copies).
+/// One direction of a spliced relay: `from` → pipe → `to`.
 #[cfg(target_os = "linux")]
-fn splice_pump(from: &TcpStream, to: &TcpStream) -> io::Result<Option<u64>> {
-    use std::os::fd::{FromRawFd, OwnedFd};
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills two new descriptors on success.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Ok(None);
+struct Direction<'a> {
+    from: &'a TcpStream,
+    to: &'a TcpStream,
+    pipe_r: std::os::fd::OwnedFd,
+    pipe_w: std::os::fd::OwnedFd,
+    /// Bytes in the pipe, not yet written to `to`.
+    pending: usize,
+    /// `from` has ended (or failed): nothing more to read.
+    ended: bool,
+    moved: u64,
+    grown: bool,
+}
+
+#[cfg(target_os = "linux")]
+impl<'a> Direction<'a> {
+    fn new(from: &'a TcpStream, to: &'a TcpStream) -> Option<Direction<'a>> {
+        use std::os::fd::{FromRawFd, OwnedFd};
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 fills two new descriptors on success.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+            return None;
+        }
+        // SAFETY: both are new descriptors we own.
+        let (pipe_r, pipe_w) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        Some(Direction {
+            from,
+            to,
+            pipe_r,
+            pipe_w,
+            pending: 0,
+            ended: false,
+            moved: 0,
+            grown: false,
+        })
     }
-    // SAFETY: both are new descriptors we own.
-    let (pipe_r, pipe_w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    // The default pipe size (64 KiB): larger ones count against the user's pipe budget,
-    // which shrinks every new pipe of theirs once it is spent.
-    let mut total = 0u64;
-    loop {
-        // SAFETY: splice between descriptors we hold, no offsets.
-        let n = unsafe {
-            libc::splice(
-                from.as_raw_fd(),
-                std::ptr::null_mut(),
-                pipe_w.as_raw_fd(),
-                std::ptr::null_mut(),
-                CHUNK,
-                libc::SPLICE_F_MOVE,
-            )
+
+    fn done(&self) -> bool {
+        self.ended && self.pending == 0
+    }
+
+    /// What to wait for: `to` writable while bytes are pending, else `from` readable.
+    fn wanted(&self) -> Option<libc::pollfd> {
+        if self.done() {
+            return None;
+        }
+        let (fd, events) = if self.pending > 0 {
+            (self.to.as_raw_fd(), libc::POLLOUT)
+        } else {
+            (self.from.as_raw_fd(), libc::POLLIN)
         };
+        Some(libc::pollfd {
+            fd,
+            events,
+            revents: 0,
+        })
+    }
+
+    /// Moves what can move now without blocking: reads into the pipe when it is empty, and
+    /// writes what it holds. Ends the direction on end of input or any failure.
+    fn step(&mut self) {
+        let splice = |from: RawFd, to: RawFd, len: usize| {
+            // SAFETY: splice between descriptors we hold, no offsets.
+            let n = unsafe {
+                libc::splice(
+                    from,
+                    std::ptr::null_mut(),
+                    to,
+                    std::ptr::null_mut(),
+                    len,
+                    libc::SPLICE_F_MOVE | libc::SPLICE_F_NONBLOCK,
+                )
+            };
+            if n < 0 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(n as usize)
+            }
+        };
+        if self.pending == 0 && !self.ended {
+            match splice(self.from.as_raw_fd(), self.pipe_w.as_raw_fd(), CHUNK) {
+                Ok(0) => self.ended = true,
+                Ok(n) => self.pending = n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => self.ended = true,
+            }
+        }
+        while self.pending > 0 {
+            match splice(self.pipe_r.as_raw_fd(), self.to.as_raw_fd(), self.pending) {
+                Ok(0) => break,
+                Ok(n) => {
+                    self.pending -= n;
+                    self.moved += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    // `to` is gone: nothing more goes this way.
+                    self.pending = 0;
+                    self.ended = true;
+                    let _ = self.from.shutdown(Shutdown::Read);
+                }
+            }
+        }
+        if !self.grown && self.moved >= BULK {
+            self.grown = true;
+            // SAFETY: fcntl on our own pipe; a refusal (the user's pipe budget) keeps the
+            // default 64 KiB, which the many small connections stay at.
+            unsafe { libc::fcntl(self.pipe_w.as_raw_fd(), libc::F_SETPIPE_SZ, BULK_PIPE) };
+        }
+        if self.done() {
+            let _ = self.to.shutdown(Shutdown::Write);
+        }
+    }
+}
+
+/// Both directions on this thread, socket to pipe to socket with `splice` (the bytes never
+/// enter this process), waiting in `poll`. None when no pipe could be made (nothing was moved
+/// then; the caller copies instead).
+#[cfg(target_os = "linux")]
+fn splice_relay(client: &TcpStream, upstream: &TcpStream) -> Option<io::Result<()>> {
+    let mut up = Direction::new(client, upstream)?;
+    let mut down = Direction::new(upstream, client)?;
+    if let Err(e) = client
+        .set_nonblocking(true)
+        .and_then(|_| upstream.set_nonblocking(true))
+    {
+        return Some(Err(e));
+    }
+    // First try each direction at once: data may be waiting already.
+    up.step();
+    down.step();
+    loop {
+        let wanted: Vec<(usize, libc::pollfd)> = [&up, &down]
+            .iter()
+            .enumerate()
+            .filter_map(|(i, d)| d.wanted().map(|p| (i, p)))
+            .collect();
+        if wanted.is_empty() {
+            return Some(Ok(()));
+        }
+        let mut fds: Vec<libc::pollfd> = wanted.iter().map(|(_, p)| *p).collect();
+        // SAFETY: valid pollfds.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
         if n < 0 {
             let e = io::Error::last_os_error();
             if e.kind() == io::ErrorKind::Interrupted {
                 continue;
             }
-            return Err(e);
+            return Some(Err(e));
         }
-        if n == 0 {
-            return Ok(Some(total));
-        }
-        let mut left = n as usize;
-        while left > 0 {
-            // SAFETY: as above.
-            let m = unsafe {
-                libc::splice(
-                    pipe_r.as_raw_fd(),
-                    std::ptr::null_mut(),
-                    to.as_raw_fd(),
-                    std::ptr::null_mut(),
-                    left,
-                    libc::SPLICE_F_MOVE,
-                )
-            };
-            if m < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
+        for ((i, _), p) in wanted.iter().zip(&fds) {
+            if p.revents != 0 {
+                if *i == 0 {
+                    up.step();
+                } else {
+                    down.step();
                 }
-                return Err(e);
             }
-            if m == 0 {
-                return Err(io::ErrorKind::WriteZero.into());
-            }
-            left -= m as usize;
         }
-        total += n as u64;
     }
 }
 
