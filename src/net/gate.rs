@@ -261,8 +261,20 @@ impl CommandNet {
         }
         let me = self.clone();
         let decide: proxy::Decide = Arc::new(move |host: &Host, port: u16| me.decide(host, port));
-        *server = Some(proxy::serve(listener, decide, self.gate.resolve.clone())?);
-        Ok(())
+        match proxy::serve(listener, decide, self.gate.resolve.clone()) {
+            Ok(s) => {
+                *server = Some(s);
+                Ok(())
+            }
+            Err(e) => {
+                // The listener is closed: the command has no network, and is told why.
+                lock(&self.seen).blocked.push((
+                    String::new(),
+                    format!("Blocked: the network proxy could not start ({e}); this command had no network. Run it again."),
+                ));
+                Err(e)
+            }
+        }
     }
 
     /// Serves a new listener on the host's 127.0.0.1 (an ephemeral port, returned): the way
