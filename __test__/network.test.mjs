@@ -126,7 +126,7 @@ test("off: no proxy at all, not even for an allowed host", async (t) => {
   const port = await server(t, "host");
   const { run } = world(t, { allowedDomains: ["localhost"] });
   const r = await run(
-    `env | grep -ci '^[a-z_]*proxy=' ; curl -sS -m 5 http://localhost:${port}/; echo "curl $?"; for p in $(seq 1024 1030); do (echo > /dev/tcp/127.0.0.1/$p) 2>/dev/null && echo open $p; done; true`,
+    `env | grep -cE '^(HTTP|HTTPS|ALL|http|https|all)_(PROXY|proxy)=|^npm_config_(https_)?proxy=' ; curl -sS -m 5 http://localhost:${port}/; echo "curl $?"; for p in $(seq 1024 1030); do (echo > /dev/tcp/127.0.0.1/$p) 2>/dev/null && echo open $p; done; true`,
     "off",
   );
   assert.match(r.stdout, /^0$/m, "no proxy variable");
@@ -137,8 +137,8 @@ test("off: no proxy at all, not even for an allowed host", async (t) => {
 test("the default is filtered when the config lists domains, off when it lists none", async (t) => {
   const withDomains = world(t, { allowedDomains: ["localhost"] });
   assert.equal(withDomains.load().defaultNetwork, "filtered");
-  const r = await withDomains.run("echo \"$HTTPS_PROXY|$ALL_PROXY|$NODE_USE_ENV_PROXY\"", undefined);
-  assert.match(r.stdout, /^http:\/\/127\.0\.0\.1:\d+\|socks5h:\/\/127\.0\.0\.1:\d+\|1$/m);
+  const r = await withDomains.run("echo \"$HTTPS_PROXY|$ALL_PROXY|$NODE_USE_ENV_PROXY|$npm_config_https_proxy\"", undefined);
+  assert.match(r.stdout, /^http:\/\/127\.0\.0\.1:(\d+)\|socks5h:\/\/127\.0\.0\.1:\1\|1\|http:\/\/127\.0\.0\.1:\1$/m);
   const none = world(t, { allowedDomains: [], deniedDomains: [] });
   assert.equal(none.load().defaultNetwork, "off");
   assert.match((await none.run("echo \"[$HTTPS_PROXY]\"", undefined)).stdout, /^\[\]$/m);

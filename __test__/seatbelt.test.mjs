@@ -28,3 +28,29 @@ test("sandbox-exec: writes outside fail, secrets unreadable, network off, exit c
   // the profile and the script are removed once the run is over
   assert.deepEqual(readdirSync(w.tmp), []);
 });
+
+test("sandbox-exec, filtered network: the proxy on the host's loopback is the only way out", { skip: !onMac && "macOS only" }, async (t) => {
+  const { createServer } = await import("node:http");
+  const { mkdirSync, writeFileSync } = await import("node:fs");
+  const { runPrepared } = await import("./helpers/launch.mjs");
+  const srv = createServer((req, res) => res.end(`hello-from-host ${req.url}\n`));
+  await new Promise((resolve) => srv.listen(0, "127.0.0.1", resolve));
+  t.after(() => srv.close());
+  const port = srv.address().port;
+  const w = makeWorld("seatbeltnet");
+  t.after(w.cleanup);
+  mkdirSync(path.join(w.agentDir, "extensions"), { recursive: true });
+  writeFileSync(path.join(w.agentDir, "extensions", "sandbox.json"), JSON.stringify({ network: { allowedDomains: ["localhost"] } }));
+  const s = Sandbox.load({ cwd: w.project, home: w.home, agentDir: w.agentDir, approvalMode: "ask" });
+  const p = s.prepareBash(
+    `curl -sS -m 5 http://localhost:${port}/ok; curl -sS -m 5 https://blocked.example/; echo blocked=$?; curl -sS -m 5 --noproxy '*' http://127.0.0.1:${port}/; echo direct=$?`,
+    "filtered",
+  );
+  assert.equal(p.verdict, "sandboxed", p.reason);
+  assert.ok(p.setEnv.some(([k, v]) => k === "HTTPS_PROXY" && /^http:\/\/127\.0\.0\.1:\d+$/.test(v)));
+  const r = await runPrepared(p, { cwd: w.project, env: { ...process.env, TMPDIR: w.tmp } });
+  assert.match(r.stdout, /hello-from-host \/ok/, r.out);
+  assert.match(r.stdout, /blocked=56/, r.out);
+  assert.doesNotMatch(r.stdout, /direct=0/, r.out);
+  assert.match(r.findings.join("\n"), /Blocked: a connection to blocked\.example:443/);
+});

@@ -695,13 +695,21 @@ pub fn seatbelt(setup: &Setup, command: &str) -> Result<Launch, LaunchError> {
         }
         _ => None,
     };
+    // A launch that fails from here on stops the proxy it started.
+    let failed = |e: LaunchError| {
+        if let Some(net) = &net {
+            net.finish();
+        }
+        e
+    };
     let profile = seatbelt::build(&policy);
-    let profile_file = write_temp(tmp_dir, "pi-sandbox", ".sb", profile.as_bytes())?;
+    let profile_file =
+        write_temp(tmp_dir, "pi-sandbox", ".sb", profile.as_bytes()).map_err(failed)?;
     let script = match write_script(tmp_dir, command) {
         Ok(s) => s,
         Err(e) => {
             let _ = std::fs::remove_file(&profile_file);
-            return Err(e);
+            return Err(failed(e));
         }
     };
     let args: Vec<OsString> = vec![

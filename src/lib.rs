@@ -750,7 +750,15 @@ pub struct NetworkQuestions {
     waiting: std::sync::Mutex<Waiting>,
 }
 
-type Waiting = std::collections::HashMap<u32, (String, std::sync::mpsc::Sender<String>)>;
+/// By question id: the host, whether its command is over, where the answer goes.
+type Waiting = std::collections::HashMap<
+    u32,
+    (
+        String,
+        Arc<std::sync::atomic::AtomicBool>,
+        std::sync::mpsc::Sender<String>,
+    ),
+>;
 
 impl NetworkQuestions {
     fn waiting(&self) -> std::sync::MutexGuard<'_, Waiting> {
@@ -1128,7 +1136,9 @@ impl Sandbox {
             use std::sync::atomic::Ordering;
             let id = questions.next.fetch_add(1, Ordering::Relaxed);
             let (tx, rx) = std::sync::mpsc::channel();
-            questions.waiting().insert(id, (q.host.clone(), tx));
+            questions
+                .waiting()
+                .insert(id, (q.host.clone(), q.withdrawn.clone(), tx));
             let status = callback.call(
                 JsNetworkQuestion {
                     id,
@@ -1191,11 +1201,17 @@ impl Sandbox {
     /// (answered, withdrawn, timed out) is ignored: nothing is stored.
     #[napi(catch_unwind)]
     pub fn answer_network_prompt(&self, id: u32, answer: String) -> Option<String> {
-        let (host, tx) = self.questions.waiting().remove(&id)?;
+        use std::sync::atomic::Ordering;
+        let (host, withdrawn, tx) = self.questions.waiting().remove(&id)?;
         let said = match answer.as_str() {
-            "project" | "global" => {
+            "project" | "global" if !withdrawn.load(Ordering::SeqCst) => {
                 let scope = WriteScope::parse(&answer).expect("a write scope");
-                Some(match self.commands.session().grant_domain(&host, scope) {
+                let mut session = self.commands.session();
+                // The command may have ended while the lock was awaited: then nothing.
+                if withdrawn.load(Ordering::SeqCst) {
+                    return None;
+                }
+                Some(match session.grant_domain(&host, scope) {
                     Ok(s) => s,
                     Err(e) => format!("{e}; {host} is allowed for this command only"),
                 })

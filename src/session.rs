@@ -796,7 +796,7 @@ impl Session {
         let mut set_env = set_env;
         if network == Network::Filtered {
             let no_proxy = gate::no_proxy(&self.gate.rules());
-            for name in ["NO_PROXY", "no_proxy"] {
+            for name in ["NO_PROXY", "no_proxy", "npm_config_noproxy"] {
                 set_env.push((name.into(), no_proxy.into()));
             }
             // Node's own fetch and http honour the proxy variables only when told to (22.21+).

@@ -2,8 +2,17 @@
 // directly, with the launch's fds as the child's fds 3, 4, ...
 import { spawn, spawnSync } from "node:child_process";
 
+/** `env` with the launch's own variables (sandbox-exec's proxy variables) set. */
+function withLaunchEnv(prepared, env) {
+  if (!prepared.setEnv?.length) return env;
+  const out = { ...(env ?? process.env) };
+  for (const [name, value] of prepared.setEnv) out[name] = value;
+  return out;
+}
+
 /** Runs a sandboxed `prepared` to completion; spawnSync's result and the audit's `findings`. */
 export function runPreparedSync(prepared, { cwd, env, maxBuffer } = {}) {
+  env = withLaunchEnv(prepared, env);
   let r;
   try {
     r = spawnSync(prepared.program, prepared.args, {
@@ -22,6 +31,7 @@ export function runPreparedSync(prepared, { cwd, env, maxBuffer } = {}) {
 
 /** Starts a sandboxed `prepared`; resolves with { code, stdout, stderr, out, findings } when it closes. */
 export function runPrepared(prepared, { cwd, env } = {}) {
+  env = withLaunchEnv(prepared, env);
   const child = spawn(prepared.program, prepared.args, { cwd, env, stdio: ["ignore", "pipe", "pipe", ...prepared.fds] });
   prepared.release();
   let stdout = "";

@@ -224,6 +224,26 @@ struct Seen {
     unlogged: usize,
 }
 
+/// Publishes the answer about `host` to the command and to the connections waiting for it,
+/// when dropped.
+struct Answered<'a> {
+    net: &'a CommandNet,
+    host: &'a Host,
+    waiter: Waiter,
+    answer: Answer,
+}
+
+impl Drop for Answered<'_> {
+    fn drop(&mut self) {
+        lock(&self.net.seen)
+            .slots
+            .insert(self.host.clone(), Slot::Answered(self.answer.clone()));
+        let (slot, ready) = &*self.waiter;
+        *lock(slot) = Some(self.answer.clone());
+        ready.notify_all();
+    }
+}
+
 /// One filtered command's side of the gate.
 pub struct CommandNet {
     gate: Arc<Gate>,
@@ -381,14 +401,17 @@ impl CommandNet {
             }
             Ok(w) => w,
         };
-        let answer = self.ask(host, port);
-        lock(&self.seen)
-            .slots
-            .insert(host.clone(), Slot::Answered(answer.clone()));
-        let (lock_, ready) = &*waiter;
-        *lock(lock_) = Some(answer.clone());
-        ready.notify_all();
-        answer
+        // Whatever happens in `ask` (a panic included), the waiters get an answer.
+        let mut answered = Answered {
+            net: self,
+            host,
+            waiter,
+            answer: Err(format!(
+                "Blocked: a connection to {host}:{port}: the question could not be asked"
+            )),
+        };
+        answered.answer = self.ask(host, port);
+        answered.answer.clone()
     }
 
     fn ask(&self, host: &Host, port: u16) -> Answer {
@@ -846,5 +869,30 @@ mod tests {
         let next = CommandNet::new(f.gate.clone());
         next.decide(&host("pypi.org"), 443);
         assert_eq!(f.log.recent(100).len(), 3);
+    }
+
+    #[test]
+    fn a_question_that_fails_still_answers_the_connections_waiting_on_it() {
+        let f = fixture(rules(&[], &[]));
+        let a: Asker = Arc::new(|_q: &Question| {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            panic!("the asker failed");
+        });
+        f.gate.set_asker(Some(a));
+        let net = CommandNet::new(f.gate.clone());
+        let results: Vec<_> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| net.decide(&host("a.org"), 443)))
+                .collect();
+            hs.into_iter().map(|h| h.join()).collect()
+        });
+        // The one that asked panicked; the others were told, not left waiting.
+        assert_eq!(results.iter().filter(|r| r.is_err()).count(), 1);
+        for r in results.into_iter().flatten() {
+            assert!(
+                matches!(r, Decision::Deny(ref m) if m.contains("could not be asked")),
+                "{r:?}"
+            );
+        }
     }
 }

@@ -226,12 +226,23 @@ fn accept_loop(
         };
         let (decide, resolve, served) = (decide.clone(), resolve.clone(), open.clone());
         let ran = WORKERS.run(Box::new(move || {
+            // Unregistered however the handler ends, a panic included: the registry's copies
+            // would otherwise keep the client's connection open.
+            let _unregister = Unregister(id, served.clone());
             let _ = handle(client, &decide, &resolve, id, &served);
-            served.remove(id);
         }));
         if !ran {
             open.remove(id);
         }
+    }
+}
+
+/// Removes connection `.0` from the registry when dropped.
+struct Unregister(u64, Arc<Open>);
+
+impl Drop for Unregister {
+    fn drop(&mut self) {
+        self.1.remove(self.0);
     }
 }
 
@@ -323,6 +334,16 @@ struct Conn<'a> {
 }
 
 impl Conn<'_> {
+    /// `upstream`, registered to be cut at stop before anything is written to it; None when
+    /// stopped while it was connecting (then it is closed).
+    fn registered(&self, upstream: TcpStream) -> Option<TcpStream> {
+        if self.open.add_upstream(self.id, &upstream) {
+            return Some(upstream);
+        }
+        let _ = upstream.shutdown(Shutdown::Both);
+        None
+    }
+
     /// Sets the client's read timeout to what is left before the deadline.
     fn before_deadline(&self, client: &TcpStream) -> io::Result<()> {
         let left = self
@@ -452,17 +473,8 @@ pub fn is_public(ip: IpAddr) -> bool {
 
 /// Copies both directions until each side is done: first what the reader holds already
 /// (bytes the client sent after the head), then straight from socket to socket.
-fn relay(
-    client: TcpStream,
-    reader: BufReader<TcpStream>,
-    upstream: TcpStream,
-    conn: &Conn,
-) -> io::Result<()> {
-    if !conn.open.add_upstream(conn.id, &upstream) {
-        // Stopped while this one was connecting.
-        let _ = upstream.shutdown(Shutdown::Both);
-        return Ok(());
-    }
+/// Relays between `client` and a registered `upstream` until both directions are done.
+fn relay(client: TcpStream, reader: BufReader<TcpStream>, upstream: TcpStream) -> io::Result<()> {
     client.set_read_timeout(None)?;
     let _ = client.set_nodelay(true);
     (&upstream).write_all(reader.buffer())?;
@@ -525,6 +537,9 @@ struct Direction<'a> {
     pending: usize,
     /// `from` has ended (or failed): nothing more to read.
     ended: bool,
+    /// `to` is gone: what still comes from `from` is read and dropped (closing with unread
+    /// data would reset the connection, and the other direction's last bytes with it).
+    discarding: bool,
     moved: u64,
     grown: bool,
 }
@@ -548,6 +563,7 @@ impl<'a> Direction<'a> {
             pipe_w,
             pending: 0,
             ended: false,
+            discarding: false,
             moved: 0,
             grown: false,
         })
@@ -557,12 +573,45 @@ impl<'a> Direction<'a> {
         self.ended && self.pending == 0
     }
 
+    /// A plain read of what splice will not take (it stops at TCP urgent data, which
+    /// `SO_OOBINLINE` keeps in the stream), written into the empty pipe.
+    fn read_plain(&mut self) {
+        let mut buf = [0u8; 4096];
+        let n = match (&mut &*self.from).read(&mut buf) {
+            Ok(0) => {
+                self.ended = true;
+                return;
+            }
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return,
+            Err(_) => {
+                self.ended = true;
+                return;
+            }
+        };
+        // SAFETY: a write of our buffer into our own empty pipe (64 KiB or more): it takes
+        // all of it.
+        let w = unsafe {
+            libc::write(
+                self.pipe_w.as_raw_fd(),
+                buf.as_ptr() as *const libc::c_void,
+                n,
+            )
+        };
+        if w == n as isize {
+            self.pending = n;
+        } else {
+            self.ended = true;
+        }
+    }
+
     /// What to wait for: `to` writable while bytes are pending, else `from` readable.
     fn wanted(&self) -> Option<libc::pollfd> {
         if self.done() {
             return None;
         }
-        let (fd, events) = if self.pending > 0 {
+        let (fd, events) = if self.pending > 0 && !self.discarding {
             (self.to.as_raw_fd(), libc::POLLOUT)
         } else {
             (self.from.as_raw_fd(), libc::POLLIN)
@@ -595,11 +644,24 @@ impl<'a> Direction<'a> {
                 Ok(n as usize)
             }
         };
+        if self.discarding {
+            let mut scratch = [0u8; 16384];
+            match (&mut &*self.from).read(&mut scratch) {
+                Ok(0) => self.ended = true,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => self.ended = true,
+            }
+            return;
+        }
         if self.pending == 0 && !self.ended {
             match splice(self.from.as_raw_fd(), self.pipe_w.as_raw_fd(), CHUNK) {
                 Ok(0) => self.ended = true,
                 Ok(n) => self.pending = n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                // Nothing, or TCP urgent data, where splice stops (and poll still says
+                // readable): read past it the ordinary way, into the empty pipe.
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.read_plain(),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => self.ended = true,
             }
@@ -616,8 +678,7 @@ impl<'a> Direction<'a> {
                 Err(_) => {
                     // `to` is gone: nothing more goes this way.
                     self.pending = 0;
-                    self.ended = true;
-                    let _ = self.from.shutdown(Shutdown::Read);
+                    self.discarding = !self.ended;
                 }
             }
         }
@@ -640,6 +701,20 @@ impl<'a> Direction<'a> {
 fn splice_relay(client: &TcpStream, upstream: &TcpStream) -> Option<io::Result<()>> {
     let mut up = Direction::new(client, upstream)?;
     let mut down = Direction::new(upstream, client)?;
+    for s in [client, upstream] {
+        let on: libc::c_int = 1;
+        // SAFETY: setsockopt with an int on our own socket. Urgent data stays in the stream
+        // (read_plain), never a stall before it.
+        unsafe {
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_OOBINLINE,
+                &on as *const libc::c_int as *const libc::c_void,
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+    }
     if let Err(e) = client
         .set_nonblocking(true)
         .and_then(|_| upstream.set_nonblocking(true))
@@ -742,7 +817,7 @@ fn open_upstream(
         }
     };
     match connect(&host, port, &reach, conn.resolve) {
-        Ok(s) => Ok(Some(s)),
+        Ok(s) => Ok(conn.registered(s)),
         Err(e) => http_error(client, "502 Bad Gateway", &e).map(|_| None),
     }
 }
@@ -764,7 +839,7 @@ fn http(mut reader: BufReader<TcpStream>, client: TcpStream, conn: &Conn) -> io:
             return Ok(());
         };
         (&client).write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")?;
-        return relay(client, reader, upstream, conn);
+        return relay(client, reader, upstream);
     }
     // A plain request in absolute form: `GET http://host[:port]/path HTTP/1.1`.
     let Ok(url) = url::Url::parse(target) else {
@@ -790,7 +865,7 @@ fn http(mut reader: BufReader<TcpStream>, client: TcpStream, conn: &Conn) -> io:
         return Ok(());
     };
     upstream.write_all(origin_form(method, &url, version, &head[1..]).as_bytes())?;
-    relay(client, reader, upstream, conn)
+    relay(client, reader, upstream)
 }
 
 /// A plain proxy request as it goes upstream: origin form; `Host` from the URL that was
@@ -929,12 +1004,13 @@ fn socks5(mut reader: BufReader<TcpStream>, client: TcpStream, conn: &Conn) -> i
         Decision::Allow(reach) => reach,
         Decision::Deny(_) => return socks_reply(&client, SOCKS_REFUSED_BY_RULES),
     };
-    let upstream = match connect(&host, port, &reach, conn.resolve) {
-        Ok(s) => s,
+    let upstream = match connect(&host, port, &reach, conn.resolve).map(|s| conn.registered(s)) {
+        Ok(Some(s)) => s,
+        Ok(None) => return Ok(()),
         Err(_) => return socks_reply(&client, SOCKS_HOST_UNREACHABLE),
     };
     socks_reply(&client, 0)?;
-    relay(client, reader, upstream, conn)
+    relay(client, reader, upstream)
 }
 
 #[cfg(test)]
@@ -1319,5 +1395,87 @@ mod tests {
         }
         // The listener is closed too.
         assert!(TcpStream::connect(p.addr).is_err());
+    }
+
+    /// A CONNECT tunnel to a fresh upstream that runs `serve` on its one connection.
+    fn tunnel(serve: impl FnOnce(TcpStream) + Send + 'static) -> (Proxy, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        std::thread::spawn(move || serve(l.accept().unwrap().0));
+        let p = proxy(&["localhost"], &[], system_resolver());
+        let mut s = TcpStream::connect(p.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(format!("CONNECT localhost:{port} HTTP/1.1\r\n\r\n").as_bytes())
+            .unwrap();
+        let mut reply = [0u8; 39];
+        s.read_exact(&mut reply).unwrap();
+        assert!(reply.starts_with(b"HTTP/1.1 200"));
+        (p, s)
+    }
+
+    #[test]
+    fn urgent_data_goes_through_in_order_without_a_stall() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (_p, s) = tunnel(move |mut up| {
+            let mut got = Vec::new();
+            let _ = up.read_to_end(&mut got);
+            tx.send(got).unwrap();
+        });
+        let send = |data: &[u8], flags: libc::c_int| {
+            // SAFETY: send of our buffer on our socket.
+            let n = unsafe {
+                libc::send(
+                    s.as_raw_fd(),
+                    data.as_ptr() as *const libc::c_void,
+                    data.len(),
+                    flags,
+                )
+            };
+            assert_eq!(n, data.len() as isize);
+        };
+        send(b"before", 0);
+        send(b"!", libc::MSG_OOB);
+        std::thread::sleep(Duration::from_millis(50));
+        send(b"after", 0);
+        s.shutdown(Shutdown::Write).unwrap();
+        let got = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the upstream got it all");
+        assert_eq!(got, b"before!after");
+    }
+
+    #[test]
+    fn an_upstream_that_answers_and_closes_early_is_heard_whole() {
+        let response = vec![b'r'; 2 << 20];
+        let sent = response.clone();
+        let (_p, mut s) = tunnel(move |mut up| {
+            let mut first = [0u8; 1];
+            let _ = up.read_exact(&mut first);
+            up.write_all(&sent).unwrap();
+            // It closes with the client's upload still coming (unread data: a reset). The
+            // proxy must not reset the client before the client has read the response.
+            std::thread::sleep(Duration::from_millis(100));
+        });
+        let mut w = s.try_clone().unwrap();
+        let uploader = std::thread::spawn(move || {
+            let chunk = vec![b'u'; 65536];
+            for _ in 0..256 {
+                if w.write_all(&chunk).is_err() {
+                    break;
+                }
+            }
+            let _ = w.shutdown(Shutdown::Write);
+        });
+        // A slow reader: much of the response still waits in the proxy's buffers when the
+        // upstream is gone.
+        std::thread::sleep(Duration::from_millis(600));
+        let mut got = Vec::new();
+        let _ = s.read_to_end(&mut got);
+        let _ = uploader.join();
+        assert_eq!(
+            got.len(),
+            response.len(),
+            "the whole response, not cut by a reset"
+        );
     }
 }
