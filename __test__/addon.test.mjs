@@ -206,6 +206,24 @@ test("CLI: check and explain exit 0/1 with the reason; config shows sources", (t
   assert.match(r.stdout, /BROKEN \(E_CONFIG_PARSE\).*sandbox\.json:1:3/);
 });
 
+test("CLI run: the command's words are its own from the program on; 127 and 126 as a shell", { skip: addon.sandboxCapability().kind !== "bwrap" && "needs bubblewrap" }, (t) => {
+  const w = world();
+  t.after(w.cleanup);
+  const env = { ...process.env, HOME: w.home, PI_CODING_AGENT_DIR: w.agentDir, PI_SANDBOX_APPROVAL_MODE: "" };
+  let r = cli(["run", "echo", "a", "--cwd", "/tmp", "b"], { cwd: w.cwd, env });
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout, "a --cwd /tmp b\n");
+  r = cli(["run", "--network", "off", "ls", "-la", "."], { cwd: w.cwd, env });
+  assert.equal(r.status, 0, r.stderr);
+  r = cli(["run", "no-such-program-here"], { cwd: w.cwd, env });
+  assert.equal(r.status, 127, r.stderr);
+  assert.match(r.stderr, /no-such-program-here: command not found/);
+  writeFileSync(path.join(w.cwd, "not-executable.sh"), "echo hi\n");
+  r = cli(["run", "./not-executable.sh"], { cwd: w.cwd, env });
+  assert.equal(r.status, 126, r.stderr);
+  assert.match(r.stderr, /not-executable\.sh: Permission denied/);
+});
+
 test("one command at a time: its audit belongs to its handle, and a second waits for the first", { skip: addon.sandboxCapability().kind !== "bwrap" && "needs bubblewrap" }, async (t) => {
   const w = world();
   t.after(w.cleanup);

@@ -15,7 +15,9 @@ Usage:
   pi-sandbox config                           effective config and the file each value came from
   pi-sandbox run [--network filtered|off|on] -- CMD [ARGS...]
                                               run CMD in the OS sandbox from the current directory;
-                                              exit code passed through (126 when refused, with why).
+                                              exit code passed through (126 when refused, with why;
+                                              127 / 126 when CMD is missing / not executable). The
+                                              words from CMD on are the command's, options too.
                                               Network: filtered (the default when the config lists
                                               domains: only allowedDomains, through the proxy; other
                                               hosts are refused, there is no one to ask), off, on
@@ -47,6 +49,8 @@ function parseArgs(argv) {
       opts.cwd = path.resolve(argv[++i]);
     } else if (a.startsWith("--cwd=")) opts.cwd = path.resolve(a.slice(6));
     else if (a === "--") opts.rest.push(...argv.slice(i + 1)), (i = argv.length);
+    // `run PROGRAM ARGS...`: from the program on, every word is the command's, options too.
+    else if (opts.rest[0] === "run" && !(a.startsWith("-") && a !== "-")) opts.rest.push(...argv.slice(i)), (i = argv.length);
     else if (a.startsWith("-") && a !== "-") fail(`unknown option ${a}\n\n${USAGE}`);
     else opts.rest.push(a);
   }

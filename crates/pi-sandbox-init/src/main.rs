@@ -203,5 +203,13 @@ fn main() {
         ptrs.push(std::ptr::null());
         libc::execvp(ptrs[0], ptrs.as_ptr());
     }
-    fail(&format!("running {}", argv[0].to_string_lossy()));
+    // As a shell reports it: 127 when there is no such program, 126 when it cannot run.
+    let e = std::io::Error::last_os_error();
+    let program = argv[0].to_string_lossy();
+    if e.raw_os_error() == Some(libc::ENOENT) {
+        eprintln!("{program}: command not found");
+        std::process::exit(127);
+    }
+    eprintln!("{program}: {e}");
+    std::process::exit(126);
 }
