@@ -61,7 +61,7 @@ function loadAddon() {
   try {
     return require("../index.js");
   } catch (e) {
-    fail(`the native addon failed to load (${e.message}). Build it with 'npm run build' in ${path.join(__dirname, "..")}.`);
+    fail(require("../extension/load-failure.cjs").describeLoadFailure(e).replace("Start pi with --no-sandbox to run this session unprotected, or build", "Build"));
   }
 }
 

@@ -31,11 +31,13 @@ import { addonLoadFailure, choose, showStatus, sandboxReport, violationReport } 
 import type { FileBackend, SandboxAddon, SandboxHandle } from "./ui.ts";
 
 function loadAddon(): { addon?: SandboxAddon; error?: string } {
+	const require = createRequire(import.meta.url);
 	try {
-		const require = createRequire(import.meta.url);
 		return { addon: require("../index.js") as SandboxAddon };
 	} catch (e) {
-		return { error: e instanceof Error ? e.message : String(e) };
+		// Which platform this is, which ones the package has, what the user can do.
+		const { describeLoadFailure } = require("./load-failure.cjs") as { describeLoadFailure: (e: unknown) => string };
+		return { error: describeLoadFailure(e) };
 	}
 }
 

@@ -7,11 +7,9 @@ export type SandboxAddon = typeof import("../index.js");
 /** What pi's read, write and edit tools open files through (off Node's main thread). */
 export type FileBackend = Pick<Sandbox, "readFileAsync" | "writeFileAsync" | "accessFileAsync" | "mkdirAsync">;
 
+/** Why every guarded tool is blocked: `cause` says which platform and what to do (load-failure.cjs). */
 export function addonLoadFailure(cause: string | undefined): string {
-	return (
-		`pi-sandbox-rs: the native addon failed to load (${cause ?? "unknown cause"}), so every file tool is blocked. ` +
-		"Rebuild it with `npm run build` in the package directory, or start pi with --no-sandbox to run unprotected."
-	);
+	return `pi-sandbox-rs blocks every file tool and bash: ${cause ?? "the native module could not be loaded (unknown cause)"}`;
 }
 
 /**
