@@ -507,12 +507,13 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		},
 	});
 
-	pi.registerShortcut("ctrl+x", {
+	// Alt+S: bound by neither pi 0.73 nor 0.87 (Ctrl+X is pi's own in both).
+	pi.registerShortcut("alt+s", {
 		description: "Cycle sandbox mode: read-only → read-write → yolo",
 		handler: async (ctx) => {
 			const s = await session(ctx);
 			if (!s) return;
-			const mode = s.cycleMode("Ctrl+X");
+			const mode = s.cycleMode("Alt+S");
 			ctx.ui.notify(`Sandbox mode: ${mode}`, mode === "yolo" ? "warning" : "info");
 			status(ctx, s);
 		},
