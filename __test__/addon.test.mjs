@@ -206,6 +206,24 @@ test("CLI: check and explain exit 0/1 with the reason; config shows sources", (t
   assert.match(r.stdout, /BROKEN \(E_CONFIG_PARSE\).*sandbox\.json:1:3/);
 });
 
+test("a command's errors about hidden or read-only paths get the rule; others nothing", (t) => {
+  const w = world();
+  t.after(w.cleanup);
+  const s = Sandbox.load({ cwd: w.cwd, home: w.home, agentDir: w.agentDir, approvalMode: "ask" });
+  const notes = s.explainWriteFailures(
+    [
+      `cat: ${w.home}/.ssh/id_rsa: No such file or directory`,
+      "cat: missing.txt: No such file or directory",
+      `ls: cannot open directory '${w.home}/.ssh': Permission denied`,
+      "bash: .pi/x: Read-only file system",
+    ].join("\n"),
+  );
+  assert.equal(notes.length, 3, JSON.stringify(notes));
+  assert.match(notes[0], /\.ssh\/id_rsa is hidden in the sandbox \(denyRead entry '~\/\.ssh'/);
+  assert.match(notes[1], /\.ssh is hidden in the sandbox/);
+  assert.match(notes[2], /\.pi\/x is read-only in the sandbox/);
+});
+
 test("CLI run: the command's words are its own from the program on; 127 and 126 as a shell", { skip: addon.sandboxCapability().kind !== "bwrap" && "needs bubblewrap" }, (t) => {
   const w = world();
   t.after(w.cleanup);

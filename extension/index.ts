@@ -305,9 +305,9 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		return next;
 	}
 
-	/** Why the paths the command's errors name are read-only; "" if none is the sandbox's doing. */
+	/** Why the paths the command's errors name are read-only or missing; "" if none is the sandbox's doing. */
 	function explainNote(output: string): string {
-		if (disabledByFlag() || !current || !/Read-only file system|Device or resource busy/.test(output)) return "";
+		if (disabledByFlag() || !current || !/Read-only file system|Device or resource busy|No such file or directory|Permission denied/.test(output)) return "";
 		return current
 			.explainWriteFailures(output)
 			.map((n) => `\n[pi-sandbox] ${n}`)

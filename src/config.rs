@@ -77,7 +77,7 @@ impl Mode {
         }
     }
 
-    /// Ctrl+X order: read-only → read-write → yolo → read-only.
+    /// Alt+S order: read-only → read-write → yolo → read-only.
     pub fn next(self) -> Mode {
         match self {
             Mode::ReadOnly => Mode::ReadWrite,

@@ -16,7 +16,7 @@ use crate::paths::{self, PathError};
 use crate::protected::{self, Anchors, Hit};
 use crate::rules::{Rule, RuleSet, RuleSetBuilder};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Op {
     Read,
     Write,
@@ -526,7 +526,7 @@ impl Guard {
                         "mode read-only".into(),
                         self.mode.source.to_string(),
                         format!(
-                            "Blocked write to {shown}: the sandbox is in read-only mode (set by {}). Switch with /sandbox-mode read-write or Ctrl+X.",
+                            "Blocked write to {shown}: the sandbox is in read-only mode (set by {}). Switch with /sandbox-mode read-write or Alt+S.",
                             self.mode.source
                         ),
                     );

@@ -167,7 +167,12 @@ fn paths_in_error_line(line: &str) -> Vec<String> {
         let parts: Vec<&str> = line.split(q).collect();
         out.extend(parts.iter().skip(1).step_by(2).map(|s| s.to_string()));
     }
-    for error in [": Read-only file system", ": Device or resource busy"] {
+    for error in [
+        ": Read-only file system",
+        ": Device or resource busy",
+        ": No such file or directory",
+        ": Permission denied",
+    ] {
         if let Some(i) = line.find(error) {
             let before = &line[..i];
             let word = before.rsplit([' ', '\t']).next().unwrap_or("");
@@ -970,8 +975,10 @@ impl Session {
     }
 
     /// Notes for a sandboxed command's output: each path an error line says could not be
-    /// written because the file system is read-only or busy (the sandbox's mounts), with the
-    /// rule that keeps it so. Without them the model sees only "Read-only file system".
+    /// written because the file system is read-only or busy (the sandbox's mounts), and each
+    /// path it could not find or open that denyRead hides in the sandbox, with the rule.
+    /// Without them the model sees only "Read-only file system" or "No such file or
+    /// directory", and no word that the sandbox did it.
     pub fn explain_write_failures(&self, output: &str) -> Vec<String> {
         let Some(guard) = self.guard() else {
             return vec![];
@@ -980,24 +987,43 @@ impl Session {
         let mut notes: Vec<String> = Vec::new();
         let mut seen = std::collections::HashSet::new();
         for line in output.lines() {
-            if !(line.contains("Read-only file system") || line.contains("Device or resource busy"))
+            let op = if line.contains("Read-only file system")
+                || line.contains("Device or resource busy")
             {
+                Op::Write
+            } else if line.contains("No such file or directory")
+                || line.contains("Permission denied")
+            {
+                Op::Read
+            } else {
                 continue;
-            }
+            };
             for candidate in paths_in_error_line(line) {
                 let Ok(p) = crate::paths::expand(&candidate, &self.options.env.home, cwd) else {
                     continue;
                 };
-                let d = self.second_name_check(guard, guard.check(Op::Write, &p));
-                if d.verdict != Verdict::Deny || !seen.insert(d.path.clone()) {
+                let d = match op {
+                    Op::Write => self.second_name_check(guard, guard.check(Op::Write, &p)),
+                    Op::Read => guard.check(Op::Read, &p),
+                };
+                if d.verdict != Verdict::Deny || !seen.insert((op, d.path.clone())) {
                     continue;
                 }
-                notes.push(format!(
-                    "{} is read-only in the sandbox ({}). {}",
-                    d.path.display(),
-                    d.rule,
-                    d.reason
-                ));
+                notes.push(match op {
+                    Op::Write => format!(
+                        "{} is read-only in the sandbox ({}). {}",
+                        d.path.display(),
+                        d.rule,
+                        d.reason
+                    ),
+                    Op::Read => format!(
+                        "{} is hidden in the sandbox ({} from {}): it looks missing or empty to commands there. {}",
+                        d.path.display(),
+                        d.rule,
+                        d.source,
+                        d.reason
+                    ),
+                });
             }
             if notes.len() >= 5 {
                 break;
