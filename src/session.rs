@@ -280,7 +280,10 @@ impl Session {
         let session_id = session_id_of(&options);
         let gate = Arc::new(Gate::new(
             log.clone(),
-            store.as_ref().ok().map(|s| (s.clone(), session_id)),
+            store
+                .as_ref()
+                .map(|s| (s.clone(), session_id))
+                .map_err(Clone::clone),
             crate::net::proxy::system_resolver(),
         ));
         let mut s = Session {
@@ -800,7 +803,7 @@ impl Session {
         let net = (network == Network::Filtered).then(|| CommandNet::new(self.gate.clone()));
         let mut set_env = set_env;
         if network == Network::Filtered {
-            let no_proxy = gate::no_proxy(&self.gate.rules());
+            let no_proxy = self.gate.no_proxy();
             for name in ["NO_PROXY", "no_proxy", "npm_config_noproxy"] {
                 set_env.push((name.into(), no_proxy.into()));
             }
@@ -1191,26 +1194,15 @@ impl Session {
     pub fn grant_domain(&mut self, host: &str, scope: WriteScope) -> Result<String, String> {
         let parsed = crate::net::domains::parse_host(host).map_err(|e| e.to_string())?;
         let host = parsed.to_string();
-        if let gate::Judgement::Denied(rule) = self.gate.rules().judge(&parsed) {
+        if let gate::Judgement::Denied(rule) = self.gate.judge(&parsed) {
             return Err(format!(
                 "{host} cannot be allowed from a prompt: it is denied by {rule}"
             ));
         }
         let env = self.options.env.clone();
-        let session_grant = |s: &Self| -> Result<(), String> {
-            s.store()?
-                .grant(
-                    Scope::Session,
-                    Grant::NetworkHost { host: host.clone() },
-                    &s.session_id(),
-                    "user: network prompt",
-                )
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        };
         let landed = match scope {
             WriteScope::Session => {
-                session_grant(self)?;
+                self.gate.store_grant(&parsed, Scope::Session)?;
                 "for this session".to_string()
             }
             WriteScope::Project => {
@@ -1224,7 +1216,7 @@ impl Session {
                 )? {
                     format!("in {}", file.display())
                 } else {
-                    session_grant(self)?;
+                    self.gate.store_grant(&parsed, Scope::Session)?;
                     format!(
                         "in {} (for this session until you trust that file: /sandbox trust)",
                         file.display()

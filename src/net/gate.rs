@@ -127,7 +127,7 @@ pub struct Gate {
     asking: Mutex<()>,
     log: ViolationLog,
     /// Where "for this session" and "always" answers are stored, and the session's id.
-    store: Option<(Store, String)>,
+    store: Result<(Store, String), String>,
     resolve: Resolve,
 }
 
@@ -136,7 +136,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Gate {
-    pub fn new(log: ViolationLog, store: Option<(Store, String)>, resolve: Resolve) -> Gate {
+    pub fn new(
+        log: ViolationLog,
+        store: Result<(Store, String), String>,
+        resolve: Resolve,
+    ) -> Gate {
         Gate {
             rules: RwLock::new(Rules::default()),
             denied_ips: RwLock::default(),
@@ -158,11 +162,16 @@ impl Gate {
         self.rules.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    fn judge(&self, host: &Host) -> Judgement {
+    pub fn judge(&self, host: &Host) -> Judgement {
         self.rules
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .judge(host)
+    }
+
+    /// `NO_PROXY` for a filtered command under the rules as they are now (see `no_proxy`).
+    pub fn no_proxy(&self) -> &'static str {
+        no_proxy(&self.rules.read().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Who answers questions from now on (None: nobody; unlisted hosts are refused).
@@ -183,20 +192,24 @@ impl Gate {
             .unwrap_or_else(|e| e.into_inner())
             .granted
             .push((host.clone(), how.into()));
-        match &self.store {
-            None => Err("no approvals store".into()),
-            Some((store, session)) => store
-                .grant(
-                    scope,
-                    Grant::NetworkHost {
-                        host: host.to_string(),
-                    },
-                    session,
-                    "user: network prompt",
-                )
-                .map(|_| ())
-                .map_err(|e| e.to_string()),
-        }
+        self.store_grant(host, scope)
+    }
+
+    /// Writes a network grant for `host` into the approvals store (under this session's id
+    /// for `Session`); it applies from the next load of the rules.
+    pub fn store_grant(&self, host: &Host, scope: Scope) -> Result<(), String> {
+        let (store, session) = self.store.as_ref().map_err(Clone::clone)?;
+        store
+            .grant(
+                scope,
+                Grant::NetworkHost {
+                    host: host.to_string(),
+                },
+                session,
+                "user: network prompt",
+            )
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -531,7 +544,7 @@ mod tests {
         let store = Store::in_agent_dir(dir.path()).unwrap();
         let gate = Arc::new(Gate::new(
             log.clone(),
-            Some((store.clone(), "s1".into())),
+            Ok((store.clone(), "s1".into())),
             proxy::system_resolver(),
         ));
         gate.set_rules(r);

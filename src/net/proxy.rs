@@ -71,7 +71,6 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub const MAX_CONNECTIONS: usize = 256;
 
 /// The sockets of the connections being served, to cut them all when the command ends.
-#[derive(Default)]
 struct Open {
     next: AtomicU64,
     /// None once stopped: nothing is added after the cut.
