@@ -24,8 +24,16 @@ async function waitFor(session, pattern, what) {
 test("TUI: !cmd is sandboxed, the footer shows the mode, Alt+S cycles to yolo", async (t) => {
   const w = makeWorld("tui");
   const session = `pi-sandbox-tui-${process.pid}`;
-  t.after(() => {
+  t.after(async () => {
+    // pi (node 22) still writes its compile cache under TMPDIR as it exits after the hangup:
+    // wait for every process of the pane's session before removing the world.
+    const leader = tmux("list-panes", "-t", session, "-F", "#{pane_pid}").stdout.trim();
     tmux("kill-session", "-t", session);
+    for (let i = 0; leader && i < 100; i++) {
+      const left = spawnSync("ps", ["-s", leader, "-o", "pid="], { encoding: "utf8" }).stdout.trim();
+      if (!left) break;
+      await sleep(100);
+    }
     w.cleanup();
   });
   // A model is configured but never called: `!cmd` does not reach it.

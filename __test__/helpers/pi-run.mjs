@@ -40,7 +40,7 @@ export function makeWorld(name = "pi") {
     mkdirSync(d, { recursive: true });
   }
   writeFileSync(path.join(home, ".ssh", "id_rsa"), "SECRET-KEY-0451\n");
-  return { root, home, agentDir, project, tmp, cleanup: () => rmSync(root, { recursive: true, force: true }) };
+  return { root, home, agentDir, project, tmp, cleanup: () => rmSync(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 }) };
 }
 
 /**
