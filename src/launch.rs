@@ -465,6 +465,24 @@ fn open_mount_source(path: &Path) -> Result<OwnedFd, LaunchError> {
     }))
 }
 
+/// How bash runs a command's script (its path is `$1`) the way pi's own `bash -c` runs the
+/// command: bash's own errors read `bash: ...` rather than naming the script, `$0` is
+/// `bash` and there are no positional parameters. The script file, unlike a `-c` argument,
+/// has no size limit.
+const RUN_SCRIPT: &str = r#"__pi_sandbox_command=$(< "$1") && shift && eval "unset __pi_sandbox_command; $__pi_sandbox_command""#;
+
+/// bash's argv for the shell command in the script at `script`.
+fn bash_argv(script: &Path) -> Vec<OsString> {
+    vec![
+        "bash".into(),
+        "-l".into(),
+        "-c".into(),
+        RUN_SCRIPT.into(),
+        "bash".into(),
+        script.into(),
+    ]
+}
+
 /// Where the command's script appears inside the sandbox: its private /tmp, fresh for each
 /// command, so a fixed name cannot collide.
 const SCRIPT_INSIDE: &str = "/tmp/pi-bash-command.sh";
@@ -545,7 +563,7 @@ pub fn bwrap(setup: &Setup, command: Command) -> Result<Launch, LaunchError> {
     match command {
         Command::Shell(text) => {
             let plan = plan_for(setup.guard, setup.network, Some(inside), setup.scan);
-            let argv = [OsString::from("bash"), "-l".into(), inside.into()];
+            let argv = bash_argv(inside);
             bwrap_launch(setup, &plan, &argv, Some(text))
         }
         Command::Argv(argv) => {
@@ -712,13 +730,8 @@ pub fn seatbelt(setup: &Setup, command: &str) -> Result<Launch, LaunchError> {
             return Err(failed(e));
         }
     };
-    let args: Vec<OsString> = vec![
-        "-f".into(),
-        profile_file.as_os_str().into(),
-        "bash".into(),
-        "-l".into(),
-        script.as_os_str().into(),
-    ];
+    let mut args: Vec<OsString> = vec!["-f".into(), profile_file.as_os_str().into()];
+    args.extend(bash_argv(&script));
     Ok(Launch {
         program: program.to_path_buf(),
         shown: args.clone(),
@@ -795,7 +808,8 @@ mod tests {
         // the command runs under pi-sandbox-init, its filter and socket on inherited fds
         let inherited = |i: usize| l.args[i].to_string_lossy().parse::<usize>().unwrap();
         assert_eq!(l.args[2..4], ["--", bwrap::INIT_INSIDE]);
-        assert_eq!(l.args[6..], ["--", "bash", "-l", SCRIPT_INSIDE]);
+        assert_eq!(l.args[6], "--");
+        assert_eq!(l.args[7..], bash_argv(Path::new(SCRIPT_INSIDE)));
         assert_eq!(inherited(5), inherited(4) + 1);
         assert_eq!(l.fds.len(), inherited(5) - 2);
         // nothing named on the host: the script and options live in unnamed files
@@ -872,6 +886,34 @@ mod tests {
         l.discard();
         assert!(!profile_file.exists());
         assert!(!l.temp_files[1].exists());
+    }
+
+    #[test]
+    fn the_script_runs_as_pi_runs_a_command_with_bash_dash_c() {
+        let t = tempfile::tempdir().unwrap();
+        let cmd = "echo \"$0 $# ${__pi_sandbox_command-unset}\"\nnosuchcmd-zq\necho x > /nonexistent-dir/f\ncat <<EOF\n'$HOME' \\ \"q\"\nEOF\nexit 7";
+        let script = write_script(t.path(), cmd).unwrap();
+        let mut argv = bash_argv(&script);
+        argv.retain(|a| a != "-l"); // the test machine's profile is not what is tested
+        let out = std::process::Command::new(&argv[0])
+            .args(&argv[1..])
+            .env("HOME", "/h")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(7));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(stdout, "bash 0 unset\n'/h' \\ \"q\"\n");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let script_name = script.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(!stderr.contains(&script_name), "{stderr}");
+        assert!(
+            stderr.contains("bash: line 2: nosuchcmd-zq: command not found"),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains("bash: line 3: /nonexistent-dir/f: No such file or directory"),
+            "{stderr}"
+        );
     }
 
     #[test]

@@ -8,7 +8,8 @@ import { startMockModel } from "./mock-model.mjs";
 
 export const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 // PI_SANDBOX_TEST_PI runs the same tests against another pi (e.g. a newer one on node 22).
-const piBin = process.env.PI_SANDBOX_TEST_PI || path.join(repo, "node_modules", ".bin", "pi");
+export const piBin = process.env.PI_SANDBOX_TEST_PI || path.join(repo, "node_modules", ".bin", "pi");
+const ownExtension = path.join(repo, "extension", "index.ts");
 
 /** Directory holding an fd new enough for pi's find tool, or null. */
 function fdDir() {
@@ -50,12 +51,14 @@ export function makeWorld(name = "pi") {
  * @param {string[]} [o.args]  extra pi arguments
  * @param {Record<string,string>} [o.env]  extra environment
  * @param {string} [o.apiKey]  the mock provider's apiKey in models.json
+ * @param {string|null} [o.extension]  loaded with `-e`; null: only what pi's settings install
+ * @param {object} [o.settings]  more keys of pi's settings.json
  */
-export async function runPi({ script, world, args = [], env = {}, cwd = world.project, apiKey = "x" }) {
-  const { model, childEnv } = await prepare(world, script, env, apiKey);
+export async function runPi({ script, world, args = [], env = {}, cwd = world.project, apiKey = "x", extension = ownExtension, settings = {} }) {
+  const { model, childEnv } = await prepare(world, script, env, apiKey, settings);
   // Extra args go first: pi 0.73 lets an unknown flag take the next bare word as its value,
   // so `--no-sandbox go` would swallow the prompt.
-  const argv = [...args, "-p", ...commonArgs(), "go"];
+  const argv = [...args, "-p", ...commonArgs(extension), "go"];
   const child = spawn(piBin, argv, { cwd, env: childEnv, stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
@@ -66,10 +69,9 @@ export async function runPi({ script, world, args = [], env = {}, cwd = world.pr
   return { code, stdout, stderr, results: model.results() };
 }
 
-function commonArgs() {
+function commonArgs(extension = ownExtension) {
   return [
-    "-e",
-    path.join(repo, "extension", "index.ts"),
+    ...(extension ? ["-e", extension] : []),
     "--provider",
     "mock",
     "--model",
@@ -143,7 +145,7 @@ export async function runPiRpc({
 }
 
 /** `apiKey` is the mock provider's models.json value: a literal, or a variable's name. */
-async function prepare(world, script, env, apiKey = "x") {
+async function prepare(world, script, env, apiKey = "x", settings = {}) {
   const model = await startMockModel(script);
   writeFileSync(
     path.join(world.agentDir, "models.json"),
@@ -161,7 +163,7 @@ async function prepare(world, script, env, apiKey = "x") {
   );
   writeFileSync(
     path.join(world.agentDir, "settings.json"),
-    JSON.stringify({ defaultProvider: "mock", defaultModel: "mock-1", retry: { enabled: false } }),
+    JSON.stringify({ defaultProvider: "mock", defaultModel: "mock-1", retry: { enabled: false }, ...settings }),
   );
   const fd = fdDir();
   const childEnv = {
