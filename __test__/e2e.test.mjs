@@ -186,7 +186,7 @@ test("if the native addon cannot load, every guarded tool is blocked with the ca
   for (const text of [res.call_0_0, res.call_0_1]) {
     // Which platform, which ones the package has, what to do; not napi's npm advice.
     assert.match(text, /native module of pi-sandbox-rs could not be loaded on linux-x64/);
-    assert.match(text, /This installation has it for linux-x64-gnu\./);
+    assert.match(text, /This installation has the binary for linux-x64-gnu, and it did not load\./);
     assert.match(text, /--no-sandbox/);
     assert.doesNotMatch(text, /npm has a bug/);
   }

@@ -12,14 +12,11 @@ function platformOf(triple) {
   return [osName, archName, abi === "msvc" ? "msvc" : abi].filter(Boolean).join("-");
 }
 
-/** This machine as napi-rs names platforms, with the C library on Linux. */
+/** This machine as napi-rs names platforms (`linux-x64-gnu`), and its glibc version. */
 function thisPlatform() {
-  let libc = "";
-  if (process.platform === "linux") {
-    const glibc = process.report?.getReport?.().header?.glibcVersionRuntime;
-    libc = glibc ? `-gnu (glibc ${glibc})` : "-musl";
-  }
-  return `${process.platform}-${process.arch}${libc}`;
+  if (process.platform !== "linux") return { name: `${process.platform}-${process.arch}`, glibc: null };
+  const glibc = process.report?.getReport?.().header?.glibcVersionRuntime ?? null;
+  return { name: `linux-${process.arch}-${glibc ? "gnu" : "musl"}`, glibc };
 }
 
 /** The first line of each error in the chain, without napi's generic npm advice. */
@@ -34,6 +31,30 @@ function causes(error) {
   return out.length ? out.join("; ") : String(error?.message ?? error);
 }
 
+/**
+ * The message, from the facts: `here` (napi's name of this platform), `glibc` (its version,
+ * or null), `supported` (the platforms the package ships for), `present` (those this
+ * installation has), `cause` (why loading failed).
+ */
+function loadFailureText({ here, glibc, supported, present, cause }) {
+  const shown = glibc ? `${here} (glibc ${glibc})` : here;
+  let situation;
+  if (!supported.includes(here)) {
+    situation = `pi-sandbox-rs has no binary for ${here}; it ships them for ${supported.join(", ") || "no platform (a broken package)"}.`;
+  } else if (!present.includes(here)) {
+    situation =
+      `Its package for this platform, pi-sandbox-rs-${here}, is not installed (npm leaves optional dependencies out ` +
+      "with --omit=optional): reinstall with `pi install npm:pi-sandbox-rs`.";
+  } else {
+    situation = `This installation has the binary for ${here}, and it did not load.`;
+  }
+  return (
+    `the native module of pi-sandbox-rs could not be loaded on ${shown} (${cause}). ${situation} ` +
+    "Start pi with --no-sandbox to run this session unprotected, or build the module on this machine " +
+    "(needs Rust and Node): in a clone of pi-sandbox-rs run `npm ci && npm run build`, then `pi install <that directory>`."
+  );
+}
+
 function describeLoadFailure(error) {
   let targets = [];
   try {
@@ -41,9 +62,10 @@ function describeLoadFailure(error) {
   } catch {
     // an incomplete installation: the list is unknown
   }
+  const supported = targets.map(platformOf);
   // What this installation really has: a binary beside index.js, or a platform package.
   const root = path.join(__dirname, "..");
-  const present = targets.map(platformOf).filter((p) => {
+  const present = supported.filter((p) => {
     if (require("node:fs").existsSync(path.join(root, `pi-sandbox.${p}.node`))) return true;
     try {
       require.resolve(`pi-sandbox-rs-${p}`);
@@ -52,13 +74,8 @@ function describeLoadFailure(error) {
       return false;
     }
   });
-  const shipped = present.length ? present.join(", ") : "no platform at all (an incomplete installation)";
-  return (
-    `the native module of pi-sandbox-rs could not be loaded on ${thisPlatform()} (${causes(error)}). ` +
-    `This installation has it for ${shipped}. ` +
-    "Start pi with --no-sandbox to run this session unprotected, or build the module on this machine " +
-    "(needs Rust and Node): in a clone of pi-sandbox-rs run `npm ci && npm run build`, then `pi install <that directory>`."
-  );
+  const { name, glibc } = thisPlatform();
+  return loadFailureText({ here: name, glibc, supported, present, cause: causes(error) });
 }
 
-module.exports = { describeLoadFailure, platformOf };
+module.exports = { describeLoadFailure, loadFailureText, platformOf };
