@@ -25,7 +25,7 @@ import type {
 	ToolDefinition,
 	WriteOperations,
 } from "@mariozechner/pi-coding-agent";
-import type { JsDecision, JsNetworkQuestion, JsPrompt, PreparedCommand } from "../index.js";
+import type { CommandPrompt, Decision, GuardPrompt, NetworkAnswer, NetworkMode, NetworkQuestion, PreparedCommand } from "../index.js";
 import { narrowHostPath, runPrepared } from "./exec.ts";
 import { addonLoadFailure, choose, showStatus, sandboxReport, violationReport } from "./ui.ts";
 import type { FileBackend, SandboxAddon, SandboxHandle } from "./ui.ts";
@@ -112,18 +112,18 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		if (!loaded || loaded.cwd !== cwd) {
 			loaded = {
 				cwd,
-				sandbox: addon.Sandbox.loadAsync({ cwd, sessionId }).then((s) => withNetworkPrompts(withFlagMode(s, ctx))),
+				sandbox: addon.Sandbox.loadAsync({ cwd, sessionId }).then((s) => withNetworkPrompts(withFlagMode(addon, s, ctx))),
 			};
 		}
 		return loaded.sandbox;
 	};
 	/** Applies --sandbox-mode to a freshly loaded sandbox. */
-	const withFlagMode = (s: SandboxHandle, ctx?: ExtensionContext): SandboxHandle => {
+	const withFlagMode = (a: SandboxAddon, s: SandboxHandle, ctx?: ExtensionContext): SandboxHandle => {
 		const flagMode = pi.getFlag("sandbox-mode");
 		if (typeof flagMode === "string" && flagMode !== "") {
 			// A bad --sandbox-mode value must not fall back to something weaker: read-only.
 			try {
-				s.setMode(flagMode, "--sandbox-mode flag");
+				s.setMode(a.parseMode(flagMode), "--sandbox-mode flag");
 			} catch (e) {
 				s.setMode("read-only", "--sandbox-mode flag (invalid value, read-only used)");
 				ctx?.ui.notify(`${(e as Error).message}. Using read-only.`, "error");
@@ -142,7 +142,7 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		});
 		return s;
 	};
-	async function answerNetworkQuestion(s: SandboxHandle, q: JsNetworkQuestion): Promise<void> {
+	async function answerNetworkQuestion(s: SandboxHandle, q: NetworkQuestion): Promise<void> {
 		const ctx = uiCtx;
 		if (!ctx?.hasUI) {
 			s.answerNetworkPrompt(q.id, "noUi");
@@ -153,7 +153,7 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		const watch = setInterval(() => {
 			if (!s.networkPromptPending(q.id)) closer.abort();
 		}, 250);
-		let answer: string | undefined;
+		let answer: NetworkAnswer | undefined;
 		try {
 			answer = await choose(ctx, q.prompt, { signal: closer.signal });
 		} finally {
@@ -205,10 +205,13 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		return current;
 	}
 
-	/** --sandbox-network, if given; else the Rust core decides (filtered when domains are listed). */
-	const network = (): string | undefined => {
+	/**
+	 * --sandbox-network, if given; else the Rust core decides (filtered when domains are listed).
+	 * Passed on unchecked: the core refuses an unknown value (E_BAD_NETWORK) with the modes it takes.
+	 */
+	const network = (): NetworkMode | undefined => {
 		const v = pi.getFlag("sandbox-network");
-		return typeof v === "string" && v !== "" ? v : undefined;
+		return typeof v === "string" && v !== "" ? (v as NetworkMode) : undefined;
 	};
 
 	/**
@@ -238,7 +241,7 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 	 * runs unsandboxed (once, for the session, always); a lasting grant is keyed as they
 	 * choose (the exact command or a prefix of its words) and stored by the Rust core.
 	 */
-	async function askToRunUnsandboxed(s: SandboxHandle, command: string, prompt: JsPrompt): Promise<"unsandboxed" | Error> {
+	async function askToRunUnsandboxed(s: SandboxHandle, command: string, prompt: CommandPrompt): Promise<"unsandboxed" | Error> {
 		const ctx = uiCtx;
 		if (!ctx?.hasUI) return new Error(prompt.noUi);
 		const scope = await choose(ctx, prompt);
@@ -260,13 +263,20 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 	 * A guard decision that asks: the user's answer, applied in the Rust core (a grant it
 	 * stores or remembers). Returns the reason to block with, or undefined when allowed.
 	 */
-	async function askAboutDecision(ctx: ExtensionContext, s: SandboxHandle, decision: JsDecision, prompt: JsPrompt): Promise<string | undefined> {
+	async function askAboutDecision(ctx: ExtensionContext, s: SandboxHandle, decision: Decision, prompt: GuardPrompt): Promise<string | undefined> {
 		if (!ctx.hasUI) return prompt.noUi;
-		const answer = await choose(ctx, prompt);
-		if (!answer || answer === "abort") return prompt.declined;
+		// Asked per kind: each kind's answers are the scopes of its own grant call.
+		let grant: (() => void) | undefined;
+		if (prompt.kind === "write") {
+			const scope = await choose(ctx, prompt);
+			if (scope && scope !== "abort") grant = () => ctx.ui.notify(`pi-sandbox-rs: ${s.grantWrite(decision.path, scope)}`, "info");
+		} else {
+			const scope = await choose(ctx, prompt);
+			if (scope && scope !== "abort") grant = () => s.grantEnvFile(decision.path, scope, prompt.kind === "envWrite");
+		}
+		if (!grant) return prompt.declined;
 		try {
-			if (prompt.kind === "write") ctx.ui.notify(`pi-sandbox-rs: ${s.grantWrite(decision.path, answer)}`, "info");
-			else s.grantEnvFile(decision.path, answer, prompt.kind === "envWrite");
+			grant();
 		} catch (e) {
 			ctx.ui.notify(`pi-sandbox-rs: ${(e as Error).message}`, "error");
 			return `Blocked: the user allowed it, but the grant could not be recorded: ${(e as Error).message}`;
@@ -489,14 +499,14 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		description: "Show or set the sandbox mode: read-only (ro), read-write (rw), yolo",
 		handler: async (args, ctx) => {
 			const s = await session(ctx);
-			if (!s) {
+			if (!addon || !s) {
 				ctx.ui.notify(addonLoadFailure(addonError), "error");
 				return;
 			}
 			const wanted = args.trim();
 			if (wanted) {
 				try {
-					s.setMode(wanted, "/sandbox-mode");
+					s.setMode(addon.parseMode(wanted), "/sandbox-mode");
 				} catch (e) {
 					ctx.ui.notify((e as Error).message, "error");
 					return;

@@ -1,6 +1,6 @@
 /** Prompts, status line and /sandbox output. Formatting only: decisions come from Rust. */
 import type { ExtensionContext } from "@mariozechner/pi-coding-agent";
-import type { JsCapability, JsPrompt, Sandbox } from "../index.js";
+import type { Capability, Choice, NetworkMode, Sandbox } from "../index.js";
 
 export type SandboxHandle = Sandbox;
 export type SandboxAddon = typeof import("../index.js");
@@ -13,11 +13,15 @@ export function addonLoadFailure(cause: string | undefined): string {
 }
 
 /**
- * Shows a permission prompt (its words come from Rust) and returns the chosen choice's id;
- * undefined when there is no UI or the dialog was dismissed, which callers treat as the first,
- * blocking choice.
+ * Shows a permission prompt (its words come from Rust) and returns the chosen choice's id, of
+ * the type the prompt's kind offers (what its grant call takes); undefined when there is no UI
+ * or the dialog was dismissed, which callers treat as the first, blocking choice.
  */
-export async function choose(ctx: ExtensionContext, prompt: JsPrompt, opts?: { signal?: AbortSignal }): Promise<string | undefined> {
+export async function choose<C extends Choice>(
+	ctx: ExtensionContext,
+	prompt: { title: string; choices: C[] },
+	opts?: { signal?: AbortSignal },
+): Promise<C["id"] | undefined> {
 	if (!ctx.hasUI) return undefined;
 	const label = await ctx.ui.select(
 		prompt.title,
@@ -27,7 +31,7 @@ export async function choose(ctx: ExtensionContext, prompt: JsPrompt, opts?: { s
 	return prompt.choices.find((c) => c.label === label)?.id;
 }
 
-export function showStatus(ctx: ExtensionContext, s: Sandbox | undefined, bash: JsCapability, network: string): void {
+export function showStatus(ctx: ExtensionContext, s: Sandbox | undefined, bash: Capability, network: string): void {
 	if (!s) return;
 	let text: string;
 	if (s.error) text = "sandbox: BROKEN config (file tools and bash blocked)";
@@ -44,7 +48,7 @@ export function showStatus(ctx: ExtensionContext, s: Sandbox | undefined, bash: 
 	ctx.ui.setStatus("sandbox", text);
 }
 
-export function sandboxReport(disabledByFlag: boolean, addonError: string | undefined, s: Sandbox | undefined, network?: string): string {
+export function sandboxReport(disabledByFlag: boolean, addonError: string | undefined, s: Sandbox | undefined, network?: NetworkMode): string {
 	if (disabledByFlag) return "pi-sandbox-rs is off for this session (--no-sandbox).";
 	if (!s) return addonLoadFailure(addonError);
 	try {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Everything `npm test` runs: setup, Rust unit tests, type check, addon + CLI tests, the
+# Everything `npm test` runs: setup, Rust unit tests, type checks, addon + CLI tests, the
 # end-to-end tests through a real pi process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +11,9 @@ cargo test --quiet
 
 echo "== TypeScript type check"
 npx tsc --noEmit
+
+echo "== Type-level test of index.d.ts (misuse of the API must not compile)"
+npx tsc --noEmit -p __test__/types
 
 echo "== Node tests (addon, CLI, real bwrap, pi 0.73.1 end-to-end)"
 node --test --test-concurrency=1 __test__/*.test.mjs

@@ -612,7 +612,7 @@ fn grep_keeps_env_files_out_unless_approval_mode_is_always() {
     let home = &w.env.home;
     let c = check_tool(&g, "grep", &json!({"pattern": "KEY"}), home).unwrap();
     assert_eq!(c.decision.verdict, Verdict::Allow);
-    assert_eq!(c.patch, Some(("glob".into(), json!(ENV_FILE_EXCLUDE_GLOB))));
+    assert_eq!(c.patch, Some(("glob".into(), ENV_FILE_EXCLUDE_GLOB.into())));
     let c = check_tool(&g, "grep", &json!({"pattern": "KEY", "glob": "*.ts"}), home).unwrap();
     assert_eq!(c.decision.verdict, Verdict::Allow);
     assert_eq!(c.patch, None);

@@ -27,6 +27,9 @@ pub mod tools;
 pub mod trust;
 pub mod violations;
 
+#[cfg(test)]
+mod dts_tests;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -47,6 +50,7 @@ fn js_error(code: &str, message: impl Into<String>) -> Error<String> {
     Error::new(code.to_string(), message.into())
 }
 
+/// What `Sandbox.load` and `Sandbox.loadAsync` take.
 #[napi(object)]
 pub struct LoadOptions {
     /// The session's working directory (pi's `ctx.cwd`).
@@ -57,18 +61,21 @@ pub struct LoadOptions {
     pub agent_dir: Option<String>,
     /// Defaults to `$PI_CODING_AGENT_SESSION_DIR`.
     pub session_dir: Option<String>,
-    /// Defaults to `$PI_SANDBOX_APPROVAL_MODE` (ask when unset).
+    /// Defaults to `$PI_SANDBOX_APPROVAL_MODE` (ask when unset). Any other value does not
+    /// throw: the sandbox loads refusing (`error.code` `E_APPROVAL_MODE`).
+    #[napi(ts_type = "ApprovalMode")]
     pub approval_mode: Option<String>,
     /// pi's session id (`ctx.sessionManager.getSessionId()`): grants "for this session" of
     /// the approvals store belong to it. Defaults to one per process.
     pub session_id: Option<String>,
 }
 
-#[napi(object)]
+/// The guard's answer about one path.
+#[napi(object, js_name = "Decision")]
 pub struct JsDecision {
-    /// "allow" | "prompt" | "deny"
+    #[napi(ts_type = "Verdict")]
     pub verdict: String,
-    /// "read" | "write"
+    #[napi(ts_type = "Op")]
     pub op: String,
     /// Canonical path that was checked.
     pub path: String,
@@ -93,29 +100,33 @@ impl From<Decision> for JsDecision {
     }
 }
 
-#[napi(object)]
+/// The guard's answer about one pi tool call (`checkTool`).
+#[napi(object, js_name = "ToolDecision")]
 pub struct JsToolDecision {
     pub decision: JsDecision,
     /// Input key to overwrite before pi runs the tool (e.g. grep's `glob`), if any.
     pub patch_key: Option<String>,
-    pub patch_value: Option<Value>,
+    /// The value `patchKey` gets.
+    pub patch_value: Option<String>,
     /// What to ask the user when the verdict is "prompt".
+    #[napi(ts_type = "GuardPrompt")]
     pub prompt: Option<JsPrompt>,
 }
 
-#[napi(object)]
+/// One answer of a `Prompt`.
+#[napi(object, js_name = "Choice")]
 pub struct JsChoice {
-    /// Sent back to the matching `grant...` call: abort, once, session, project, global,
-    /// always, trust, exact, prefix:N.
+    /// Sent back to the matching `grant...` call (which ids each prompt kind offers: `PromptOf`).
+    #[napi(ts_type = "ChoiceId")]
     pub id: String,
     pub label: String,
 }
 
 /// A permission prompt: the question, the choices (the first keeps things blocked), and
 /// what to tell the model after a No and when there is no UI to ask in.
-#[napi(object)]
+#[napi(object, js_name = "Prompt")]
 pub struct JsPrompt {
-    /// write, envRead, command, commandKey, trust
+    #[napi(ts_type = "PromptKind")]
     pub kind: String,
     pub title: String,
     pub choices: Vec<JsChoice>,
@@ -145,17 +156,19 @@ impl From<crate::prompts::Prompt> for JsPrompt {
     }
 }
 
-#[napi(object)]
+/// The project config file (`<cwd>/.pi/sandbox.json`) and whether its loosening rules apply.
+#[napi(object, js_name = "ProjectTrust")]
 pub struct JsProjectTrust {
     pub file: String,
     pub sha256: String,
-    /// trusted, declined, not yet trusted
+    #[napi(ts_type = "TrustState")]
     pub trust: String,
     /// What the file would widen, one line each (`key: what`).
     pub widenings: Vec<String>,
 }
 
-#[napi(object)]
+/// One rule `explain` consulted.
+#[napi(object, js_name = "Step")]
 pub struct JsStep {
     pub rule: String,
     pub source: String,
@@ -172,26 +185,66 @@ impl From<Step> for JsStep {
     }
 }
 
-#[napi(object)]
+/// `explain`'s answer: the decision and how the guard came to it.
+#[napi(object, js_name = "Explanation")]
 pub struct JsExplanation {
     pub decision: JsDecision,
     /// Every rule consulted, in the order the guard consulted them.
     pub steps: Vec<JsStep>,
 }
 
-#[napi(object)]
+/// Why the policy could not be loaded (`Sandbox.error`).
+#[napi(object, js_name = "LoadError")]
 pub struct JsLoadError {
-    /// E_CONFIG_PARSE, E_CONFIG_SCHEMA, E_CONFIG_READ, E_CONFIG_RULE, E_CONFIG_PATH,
-    /// E_APPROVAL_MODE
+    #[napi(ts_type = "LoadErrorCode")]
     pub code: String,
     pub message: String,
+    /// The config file at fault, when it is one.
     pub file: Option<String>,
+}
+
+/// One entry of the violation log.
+#[napi(object, js_name = "Violation")]
+pub struct JsViolation {
+    /// RFC 3339, UTC.
+    pub time: String,
+    #[napi(ts_type = "ViolationLayer")]
+    pub layer: String,
+    /// What was attempted: `read`, `write`, `connect`, ...
+    pub operation: String,
+    /// The path, or `host:port`.
+    pub target: String,
+    pub rule: String,
+    pub source: String,
+    /// The network proxy's entries only (every other entry is a refusal).
+    #[napi(ts_type = "'allowed' | 'denied'")]
+    pub decision: Option<String>,
+    pub host: Option<String>,
+    pub port: Option<u32>,
+}
+
+/// A variable of pi's environment that sandboxed commands do not get (`Sandbox.droppedEnv`).
+#[napi(object, js_name = "DroppedEnv")]
+pub struct JsDroppedEnv {
+    pub name: String,
+    pub why: String,
+}
+
+/// The OS sandbox bash runs in (`sandboxCapability`).
+#[napi(object, js_name = "Capability")]
+pub struct JsCapability {
+    #[napi(ts_type = "CapabilityKind")]
+    pub kind: String,
+    /// The program found, when there is one.
+    pub program: Option<String>,
+    /// Why there is no sandbox and how to fix it, when there is none.
+    pub reason: Option<String>,
 }
 
 /// A shell command or argv, prepared: the policy's verdict and, when sandboxed, what to spawn.
 /// Spawn `program` with `args` directly (no shell), giving the child `fds` as its fds 3, 4, ...
 /// in order (`stdio: ["ignore", "pipe", "pipe", ...fds]`); call `release()` once spawned and
-/// `finish()` when the run is over.
+/// `finish()` when the run is over. Made by `Sandbox.prepareBash` and `prepareRun` only.
 #[napi]
 pub struct PreparedCommand {
     verdict: &'static str,
@@ -218,8 +271,9 @@ fn utf8_args(args: &[std::ffi::OsString]) -> napi::Result<Vec<String>, String> {
 
 #[napi]
 impl PreparedCommand {
-    /// "sandboxed" | "unsandboxed" | "denied"
-    #[napi(getter, catch_unwind)]
+    /// What to do with the command: spawn `program` (`sandboxed`), run it as it is
+    /// (`unsandboxed`), ask the user with `prompt` (`ask`), or refuse it with `reason` (`denied`).
+    #[napi(getter, catch_unwind, ts_return_type = "CommandVerdict")]
     pub fn verdict(&self) -> String {
         self.verdict.into()
     }
@@ -230,14 +284,14 @@ impl PreparedCommand {
         self.reason.clone()
     }
 
-    /// The program to spawn (bwrap or sandbox-exec).
     /// For verdict "ask" (no OS sandbox, approval mode ask): what to ask the user before
     /// running the command unsandboxed.
-    #[napi(getter, catch_unwind)]
+    #[napi(getter, catch_unwind, ts_return_type = "CommandPrompt | null")]
     pub fn prompt(&self) -> Option<JsPrompt> {
         self.ask.clone().map(Into::into)
     }
 
+    /// The program to spawn (bwrap or sandbox-exec), when sandboxed.
     #[napi(getter, catch_unwind)]
     pub fn program(&self) -> Option<String> {
         self.launch
@@ -246,6 +300,7 @@ impl PreparedCommand {
     }
 
     /// Its arguments (bwrap's options come on fd 3).
+    /// @throws {SandboxError} `E_LAUNCH` when one is not UTF-8 (spawn could not pass it).
     #[napi(getter, catch_unwind)]
     pub fn args(&self) -> napi::Result<Option<Vec<String>>, String> {
         self.launch.as_ref().map(|l| utf8_args(&l.args)).transpose()
@@ -325,7 +380,7 @@ impl PreparedCommand {
         finished(ended, self.audit.take())
     }
 
-    /// `finish`, with the audit off Node's main thread.
+    /// `finish`, with the audit off Node's main thread. Resolves with the same sentences.
     #[napi(ts_return_type = "Promise<Array<string>>")]
     pub fn finish_async(&mut self) -> AsyncTask<AuditTask> {
         let ended = self.discard();
@@ -673,7 +728,7 @@ fn absolute(path: &str, cwd: &Path, home: &Path) -> napi::Result<PathBuf, String
 
 /// Hides the session's secrets in one stream of output: `push` each chunk and show what it
 /// returns, then `finish` at the end of the stream. A secret split across chunks is held back
-/// until it can be hidden whole.
+/// until it can be hidden whole. Made by `Sandbox.redactStream` only.
 #[napi]
 pub struct RedactStream {
     inner: redact::RedactStream,
@@ -681,11 +736,13 @@ pub struct RedactStream {
 
 #[napi]
 impl RedactStream {
+    /// The part of `chunk` (with what was held back before) that can be shown now.
     #[napi(catch_unwind)]
     pub fn push(&mut self, chunk: Buffer) -> Buffer {
         Buffer::from(self.inner.push(chunk.as_ref()))
     }
 
+    /// What was held back, at the end of the stream.
     #[napi(catch_unwind)]
     pub fn finish(&mut self) -> Buffer {
         Buffer::from(self.inner.finish())
@@ -693,7 +750,8 @@ impl RedactStream {
 }
 
 /// The policy of one pi session. Never throws for a broken config: it loads in a refusing
-/// state (see `error`) so that every check fails closed with the reason.
+/// state (see `error`) so that every check fails closed with the reason. Made by
+/// `Sandbox.load` or `Sandbox.loadAsync` only. Errors thrown carry a `SandboxErrorCode`.
 #[napi]
 pub struct Sandbox {
     commands: Arc<Commands>,
@@ -714,7 +772,7 @@ impl Sandbox {
     }
 }
 
-/// A proxy on the host's loopback (`Sandbox.startHostProxy`).
+/// A proxy on the host's loopback, made by `Sandbox.startHostProxy` only.
 #[napi]
 pub struct HostProxy {
     port: u16,
@@ -770,11 +828,12 @@ impl NetworkQuestions {
 const NETWORK_ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// A question of the network gate for the user: answer it with `answerNetworkPrompt(id, choice)`.
-#[napi(object)]
+#[napi(object, js_name = "NetworkQuestion")]
 pub struct JsNetworkQuestion {
     pub id: u32,
     pub host: String,
     pub port: u32,
+    #[napi(ts_type = "NetworkPrompt")]
     pub prompt: JsPrompt,
 }
 
@@ -821,12 +880,17 @@ fn session_options(options: LoadOptions) -> napi::Result<Options, String> {
 
 #[napi]
 impl Sandbox {
+    /// Loads the policy of the session in `options.cwd`: the global and project config files,
+    /// the approvals store, the environment. A broken config does not throw (see `error`).
+    /// @throws {SandboxError} `E_BAD_PATH` when `cwd` is empty or relative, or `agentDir` /
+    /// `sessionDir` is not a path.
     #[napi(factory, catch_unwind)]
     pub fn load(options: LoadOptions) -> napi::Result<Sandbox, String> {
         Ok(Sandbox::of(Session::load(session_options(options)?)))
     }
 
     /// `load`, with the config files read and compiled off Node's main thread.
+    /// @throws {SandboxError} `E_BAD_PATH` as `load` does, at once (not as a rejection).
     #[napi(ts_return_type = "Promise<Sandbox>")]
     pub fn load_async(options: LoadOptions) -> napi::Result<AsyncTask<LoadTask>, String> {
         Ok(AsyncTask::new(LoadTask {
@@ -850,7 +914,8 @@ impl Sandbox {
     }
 
     /// Decides a read or write of `path` (relative paths resolve against the session cwd).
-    #[napi(catch_unwind)]
+    /// @throws {SandboxError} `E_BAD_OP`, `E_BAD_PATH`.
+    #[napi(catch_unwind, ts_args_type = "op: Op, path: string")]
     pub fn check(&self, op: String, path: String) -> napi::Result<JsDecision, String> {
         let op = parse_op(&op)?;
         let p = self.tool_path(&path)?;
@@ -858,7 +923,8 @@ impl Sandbox {
     }
 
     /// Like `check`, with every rule consulted on the way.
-    #[napi(catch_unwind)]
+    /// @throws {SandboxError} `E_BAD_OP`, `E_BAD_PATH`.
+    #[napi(catch_unwind, ts_args_type = "op: Op, path: string")]
     pub fn explain(&self, op: String, path: String) -> napi::Result<JsExplanation, String> {
         let op = parse_op(&op)?;
         let p = self.tool_path(&path)?;
@@ -870,14 +936,20 @@ impl Sandbox {
     }
 
     /// Checks one pi tool call (`event.toolName`, `event.input`). Re-reads the config files
-    /// first if they changed. Null for tools the path guard does not cover.
-    #[napi(catch_unwind)]
+    /// first if they changed. Null for tools the path guard does not cover (`guardedTools`).
+    #[napi(
+        catch_unwind,
+        ts_args_type = "tool: string, input: Record<string, unknown>"
+    )]
     pub fn check_tool(&mut self, tool: String, input: Value) -> Option<JsToolDecision> {
         check_tool_on(&mut self.commands.session(), &tool, &input)
     }
 
     /// `checkTool` off Node's main thread (a check may read the disk or wait for the index).
-    #[napi(ts_return_type = "Promise<JsToolDecision | null>")]
+    #[napi(
+        ts_args_type = "tool: string, input: Record<string, unknown>",
+        ts_return_type = "Promise<ToolDecision | null>"
+    )]
     pub fn check_tool_async(
         &self,
         tool: String,
@@ -888,13 +960,13 @@ impl Sandbox {
         })
     }
 
-    /// `readFile` off Node's main thread.
+    /// `readFile` off Node's main thread; rejects with the codes `readFile` throws.
     #[napi(ts_return_type = "Promise<Buffer>")]
     pub fn read_file_async(&self, path: String) -> AsyncTask<SessionTask<Buffer>> {
         SessionTask::new(&self.commands, move |session| read_file_on(session, &path))
     }
 
-    /// `writeFile` off Node's main thread.
+    /// `writeFile` off Node's main thread; rejects with the codes `writeFile` throws.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn write_file_async(&self, path: String, content: String) -> AsyncTask<SessionTask<()>> {
         SessionTask::new(&self.commands, move |session| {
@@ -902,7 +974,7 @@ impl Sandbox {
         })
     }
 
-    /// `accessFile` off Node's main thread.
+    /// `accessFile` off Node's main thread; rejects with the codes `accessFile` throws.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn access_file_async(
         &self,
@@ -914,31 +986,39 @@ impl Sandbox {
         })
     }
 
-    /// `mkdir` off Node's main thread.
+    /// `mkdir` off Node's main thread; rejects with the codes `mkdir` throws.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn mkdir_async(&self, dir: String) -> AsyncTask<SessionTask<()>> {
         SessionTask::new(&self.commands, move |session| mkdir_on(session, &dir))
     }
 
     /// pi's read tool backend: the file the guard judged, opened without following links.
+    /// @throws {SandboxError} `E_BLOCKED` (the guard's reason), `E_CHANGED`, `E_BAD_PATH`, or
+    /// a `FileErrorCode` (`ENOENT`, ...).
     #[napi(catch_unwind)]
     pub fn read_file(&self, path: String) -> napi::Result<Buffer, String> {
         read_file_on(&self.commands.session(), &path)
     }
 
     /// pi's write and edit backend: replaces the judged file's content (UTF-8 text).
+    /// @throws {SandboxError} `E_BLOCKED` (the guard's reason), `E_CHANGED`, `E_BAD_PATH`, or
+    /// a `FileErrorCode` (`ENOENT`, ...).
     #[napi(catch_unwind)]
     pub fn write_file(&self, path: String, content: String) -> napi::Result<(), String> {
         write_file_on(&self.commands.session(), &path, &content)
     }
 
     /// pi's access check: readable (and writable when `write`), judged and opened the same way.
+    /// @throws {SandboxError} `E_BLOCKED` (the guard's reason), `E_CHANGED`, `E_BAD_PATH`, or
+    /// a `FileErrorCode` (`ENOENT`, ...).
     #[napi(catch_unwind)]
     pub fn access_file(&self, path: String, write: Option<bool>) -> napi::Result<(), String> {
         access_file_on(&self.commands.session(), &path, write.unwrap_or(false))
     }
 
     /// pi's write creates the file's directory first; judged as a write of that directory.
+    /// @throws {SandboxError} `E_BLOCKED` (the guard's reason), `E_CHANGED`, `E_BAD_PATH`, or
+    /// a `FileErrorCode` (`ENOENT`, ...).
     #[napi(catch_unwind)]
     pub fn mkdir(&self, dir: String) -> napi::Result<(), String> {
         mkdir_on(&self.commands.session(), &dir)
@@ -950,8 +1030,8 @@ impl Sandbox {
         self.commands.session().reload();
     }
 
-    /// "read-only" | "read-write" | "yolo"
-    #[napi(getter, catch_unwind)]
+    /// The mode in force.
+    #[napi(getter, catch_unwind, ts_return_type = "Mode")]
     pub fn mode(&self) -> String {
         self.commands.session().mode().as_str().into()
     }
@@ -1043,8 +1123,14 @@ impl Sandbox {
         self.commands.session().enabled()
     }
 
-    /// Sets the mode for the rest of the session; `how` is shown as its source.
-    #[napi(catch_unwind)]
+    /// Sets the mode for the rest of the session; `how` is shown as its source. Returns the
+    /// mode set. For text a user typed, see `parseMode`.
+    /// @throws {SandboxError} `E_BAD_MODE`.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "mode: Mode | ModeAlias, how: string",
+        ts_return_type = "Mode"
+    )]
     pub fn set_mode(&mut self, mode: String, how: String) -> napi::Result<String, String> {
         self.commands
             .session()
@@ -1054,7 +1140,7 @@ impl Sandbox {
     }
 
     /// read-only → read-write → yolo → read-only; returns the new mode.
-    #[napi(catch_unwind)]
+    #[napi(catch_unwind, ts_return_type = "Mode")]
     pub fn cycle_mode(&mut self, how: String) -> String {
         self.commands.session().cycle_mode(&how).as_str().into()
     }
@@ -1064,7 +1150,11 @@ impl Sandbox {
     /// filtered when the config lists domains, else off (see `defaultNetwork`).
     /// At most one sandboxed command of a session is outstanding: another is refused until
     /// the first one's `finish`.
-    #[napi(catch_unwind)]
+    /// @throws {SandboxError} `E_BAD_NETWORK`.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "command: string, network?: NetworkMode | undefined | null"
+    )]
     pub fn prepare_bash(
         &self,
         command: String,
@@ -1079,7 +1169,11 @@ impl Sandbox {
     }
 
     /// `prepareBash` off Node's main thread (the workspace scan, the mount plan).
-    #[napi(ts_return_type = "Promise<PreparedCommand>")]
+    /// @throws {SandboxError} `E_BAD_NETWORK`, at once (not as a rejection).
+    #[napi(
+        ts_args_type = "command: string, network?: NetworkMode | undefined | null",
+        ts_return_type = "Promise<PreparedCommand>"
+    )]
     pub fn prepare_bash_async(
         &self,
         command: String,
@@ -1093,7 +1187,11 @@ impl Sandbox {
     }
 
     /// Prepares an argv (no shell) the same way.
-    #[napi(catch_unwind)]
+    /// @throws {SandboxError} `E_BAD_NETWORK`, `E_BAD_COMMAND` (an empty argv).
+    #[napi(
+        catch_unwind,
+        ts_args_type = "argv: Array<string>, network?: NetworkMode | undefined | null"
+    )]
     pub fn prepare_run(
         &self,
         argv: Vec<String>,
@@ -1112,7 +1210,7 @@ impl Sandbox {
 
     /// The network mode a command gets when none is asked for: "filtered" when the config
     /// lists domains, else "off".
-    #[napi(getter, catch_unwind)]
+    #[napi(getter, catch_unwind, ts_return_type = "'filtered' | 'off'")]
     pub fn default_network(&self) -> String {
         self.commands.session().default_network().name().into()
     }
@@ -1124,7 +1222,7 @@ impl Sandbox {
     /// not keep Node's event loop alive.
     #[napi(
         catch_unwind,
-        ts_args_type = "callback?: ((question: JsNetworkQuestion) => void) | null"
+        ts_args_type = "callback?: ((question: NetworkQuestion) => void) | null"
     )]
     pub fn on_network_prompt(&self, callback: Option<NetworkCallback>) {
         let Some(callback) = callback else {
@@ -1175,6 +1273,7 @@ impl Sandbox {
     /// Starts a proxy of this session's network gate on the host's 127.0.0.1 (what
     /// sandbox-exec commands use on macOS; here for tools and benchmarks): the same rules,
     /// questions and log as a filtered command's. Stop it with `stop()`.
+    /// @throws {SandboxError} `E_PROXY` when it cannot listen.
     #[napi(catch_unwind)]
     pub fn start_host_proxy(&self) -> napi::Result<HostProxy, String> {
         let net = crate::net::gate::CommandNet::new(self.gate.clone());
@@ -1198,8 +1297,9 @@ impl Sandbox {
     /// the approvals store), "project" / "global" (written into network.allowedDomains of that
     /// config file), or "noUi" (no one to ask). Returns a sentence for the user when the
     /// answer stored something (or could not), else nothing. An id no longer waited for
-    /// (answered, withdrawn, timed out) is ignored: nothing is stored.
-    #[napi(catch_unwind)]
+    /// (answered, withdrawn, timed out) is ignored: nothing is stored. Never throws: a
+    /// project / global answer that cannot be written is said in the sentence.
+    #[napi(catch_unwind, ts_args_type = "id: number, answer: NetworkAnswer")]
     pub fn answer_network_prompt(&self, id: u32, answer: String) -> Option<String> {
         use std::sync::atomic::Ordering;
         let (host, withdrawn, tx) = self.questions.waiting().remove(&id)?;
@@ -1241,7 +1341,8 @@ impl Sandbox {
     /// The user allowed writes in `path`'s directory from the write prompt: `scope` is
     /// session (memory only), project or global (written into that config file). Takes
     /// effect at once. Returns a sentence saying where the grant went.
-    #[napi(catch_unwind)]
+    /// @throws {SandboxError} `E_BAD_SCOPE`, `E_BAD_PATH`, `E_GRANT` (not grantable, or not stored).
+    #[napi(catch_unwind, ts_args_type = "path: string, scope: WriteScope")]
     pub fn grant_write(&mut self, path: String, scope: String) -> napi::Result<String, String> {
         let scope = WriteScope::parse(&scope).ok_or_else(|| {
             js_error(
@@ -1260,7 +1361,8 @@ impl Sandbox {
     /// or global (added to network.allowedDomains of that config file). Takes effect at once,
     /// for the running command too. A host deniedDomains lists is refused. Returns a
     /// sentence saying where the grant went.
-    #[napi(catch_unwind)]
+    /// @throws {SandboxError} `E_BAD_SCOPE`, `E_GRANT` (a denied or bad host, or not stored).
+    #[napi(catch_unwind, ts_args_type = "host: string, scope: WriteScope")]
     pub fn grant_domain(&mut self, host: String, scope: String) -> napi::Result<String, String> {
         let scope = WriteScope::parse(&scope).ok_or_else(|| {
             js_error(
@@ -1276,7 +1378,11 @@ impl Sandbox {
 
     /// The user allowed the env file `path` (the envRead / envWrite prompt): once (this tool
     /// call; `write`: a change too), session or always.
-    #[napi(catch_unwind)]
+    /// @throws {SandboxError} `E_BAD_PATH`, `E_GRANT` (an unknown scope too: not `E_BAD_SCOPE`).
+    #[napi(
+        catch_unwind,
+        ts_args_type = "path: string, scope: EnvFileScope, write?: boolean | undefined | null"
+    )]
     pub fn grant_env_file(
         &mut self,
         path: String,
@@ -1292,14 +1398,18 @@ impl Sandbox {
 
     /// After "allow for this session / always" for an unsandboxed command: which commands
     /// the grant should cover.
-    #[napi(catch_unwind)]
+    #[napi(catch_unwind, ts_return_type = "CommandKeyPrompt")]
     pub fn command_key_prompt(&self, command: String) -> JsPrompt {
         self.commands.session().command_key_prompt(&command).into()
     }
 
     /// The user allowed `command` to run unsandboxed: `scope` session or always, `key`
     /// exact or prefix:N.
-    #[napi(catch_unwind)]
+    /// @throws {SandboxError} `E_GRANT` (an unknown scope or key too: not `E_BAD_SCOPE`).
+    #[napi(
+        catch_unwind,
+        ts_args_type = "command: string, scope: CommandScope, key: CommandKey"
+    )]
     pub fn grant_command(
         &mut self,
         command: String,
@@ -1333,7 +1443,7 @@ impl Sandbox {
     /// The trust prompt, when the project file would widen the rules and its content has
     /// not been answered yet (`again`: or was declined); null otherwise. Re-reads changed
     /// config files first.
-    #[napi(catch_unwind)]
+    #[napi(catch_unwind, ts_return_type = "TrustPrompt | null")]
     pub fn trust_prompt(&mut self, again: Option<bool>) -> Option<JsPrompt> {
         let mut session = self.commands.session();
         session.refresh();
@@ -1347,6 +1457,7 @@ impl Sandbox {
     }
 
     /// The user's answer to the trust prompt for the content with hash `sha256`.
+    /// @throws {SandboxError} `E_GRANT` (the file changed since, or the answer not stored).
     #[napi(catch_unwind)]
     pub fn answer_trust(&mut self, sha256: String, trusted: bool) -> napi::Result<(), String> {
         self.commands
@@ -1373,15 +1484,21 @@ impl Sandbox {
 
     /// The effective configuration as text, each value with the file it came from.
     /// `network`: the mode asked for (`--sandbox-network`), to say what bash gets.
-    #[napi(catch_unwind)]
+    /// @throws {SandboxError} `E_BAD_NETWORK`.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "network?: NetworkMode | undefined | null"
+    )]
     pub fn describe(&self, network: Option<String>) -> napi::Result<String, String> {
         let asked = parse_network(network)?;
         Ok(self.commands.session().describe(asked))
     }
 }
 
-/// Normalises a mode name or alias ("ro", "readwrite", ...) to its canonical name.
-#[napi(catch_unwind)]
+/// Normalises a mode name or alias ("ro", "readwrite", ...; any case, spaces around it) to
+/// its canonical name: what to pass `setMode` text a user typed through.
+/// @throws {SandboxError} `E_BAD_MODE`.
+#[napi(catch_unwind, ts_return_type = "Mode")]
 pub fn parse_mode(mode: String) -> napi::Result<String, String> {
     Mode::parse(&mode)
         .map(|m| m.as_str().into())
@@ -1391,40 +1508,6 @@ pub fn parse_mode(mode: String) -> napi::Result<String, String> {
                 format!("unknown sandbox mode {mode:?}; use {}", config::MODE_HELP),
             )
         })
-}
-
-/// One entry of the violation log.
-#[napi(object)]
-pub struct JsViolation {
-    /// RFC 3339, UTC.
-    pub time: String,
-    /// `guard`, `audit`, `sockets`, `network`.
-    pub layer: String,
-    pub operation: String,
-    /// The path, or `host:port`.
-    pub target: String,
-    pub rule: String,
-    pub source: String,
-    /// The network proxy's entries: "allowed" or "denied".
-    pub decision: Option<String>,
-    pub host: Option<String>,
-    pub port: Option<u32>,
-}
-
-#[napi(object)]
-pub struct JsDroppedEnv {
-    pub name: String,
-    pub why: String,
-}
-
-#[napi(object)]
-pub struct JsCapability {
-    /// "bwrap" | "sandbox-exec" | "none"
-    pub kind: String,
-    /// The program found, when there is one.
-    pub program: Option<String>,
-    /// Why there is no sandbox and how to fix it, when there is none.
-    pub reason: Option<String>,
 }
 
 /// The OS sandbox bash runs in here (probed once per process).
@@ -1449,7 +1532,7 @@ impl Task for ProbeTask {
 }
 
 /// `sandboxCapability`, probed off Node's main thread (the first probe starts bwrap).
-#[napi(ts_return_type = "Promise<JsCapability>")]
+#[napi(ts_return_type = "Promise<Capability>")]
 pub fn probe_capability() -> AsyncTask<ProbeTask> {
     AsyncTask::new(ProbeTask)
 }

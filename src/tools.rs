@@ -17,8 +17,8 @@ pub const ENV_FILE_EXCLUDE_GLOB: &str = "!{.env,.env.*}";
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCheck {
     pub decision: Decision,
-    /// `(input key, new value)`; applied before pi runs the tool.
-    pub patch: Option<(String, Value)>,
+    /// `(input key, new value)`; applied before pi runs the tool (grep's `glob`).
+    pub patch: Option<(String, String)>,
 }
 
 pub const GUARDED_TOOLS: &[&str] = &["read", "write", "edit", "grep", "find", "ls"];
@@ -117,7 +117,7 @@ fn check_grep(guard: &Guard, root: &Path, input: &Value) -> ToolCheck {
     match input.get("glob").and_then(Value::as_str).filter(|g| !g.is_empty()) {
         None => ToolCheck {
             decision,
-            patch: Some(("glob".into(), Value::String(ENV_FILE_EXCLUDE_GLOB.into()))),
+            patch: Some(("glob".into(), ENV_FILE_EXCLUDE_GLOB.into())),
         },
         Some(glob) if glob_may_select_env_files(glob) => ToolCheck {
             decision: Decision {
