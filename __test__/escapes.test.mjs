@@ -368,6 +368,53 @@ test("hooks wherever git looks for them: a husky-style core.hooksPath is protect
   assert.ok(existsSync(inside), "the user's own hook stopped running");
 });
 
+test("hooks of nested repositories: a vendored repository's core.hooksPath is protected in the file tools and in bash, whichever comes first", async (t) => {
+  const w = makeWorld("esc-nested-hooks");
+  t.after(w.cleanup);
+  userRepo(w.project);
+  const marker = path.join(w.root, "host-ran");
+  // Two repositories inside the project, each with its hooks in its worktree: one the file
+  // tools meet first, one bash meets first.
+  for (const name of ["first-file", "first-bash"]) {
+    const lib = path.join(w.project, "vendor", name);
+    userRepo(lib);
+    mkdirSync(path.join(lib, "githooks"));
+    writeFileSync(path.join(lib, "githooks", "pre-commit"), "#!/bin/sh\nexit 0\n");
+    chmodSync(path.join(lib, "githooks", "pre-commit"), 0o755);
+    hostGit(lib, "config", "core.hooksPath", "githooks");
+  }
+  const r = await runPi({
+    world: w,
+    script: [
+      [call("write", { path: "vendor/first-file/githooks/pre-commit", content: evil(marker) })],
+      [call("bash", { command: `echo 'echo ran >> ${marker}' >> vendor/first-bash/githooks/pre-commit; echo rc1=$?` })],
+      [
+        call("bash", { command: `echo 'echo ran >> ${marker}' >> vendor/first-file/githooks/pre-commit; echo rc2=$?; printf '#!/bin/sh\\necho ran >> ${marker}\\n' > vendor/first-file/githooks/post-commit; echo rc3=$?` }),
+        call("edit", { path: "vendor/first-bash/githooks/pre-commit", edits: [{ oldText: "exit 0", newText: `echo ran >> ${marker}` }] }),
+        // the real work around them goes on
+        call("bash", { command: "echo ok > vendor/first-bash/notes.txt && cat vendor/first-bash/notes.txt" }),
+      ],
+    ],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const res = byId(r.results);
+  assert.match(res.call_0_0, /git hooks directory .*first-file\/githooks \(core\.hooksPath = githooks, for /, res.call_0_0);
+  assert.match(res.call_1_0, /rc1=1/, res.call_1_0);
+  assert.match(res.call_2_0, /rc2=1/);
+  assert.match(res.call_2_0, /rc3=1/);
+  assert.match(res.call_2_1, /git hooks directory .*first-bash\/githooks/, res.call_2_1);
+  assert.match(res.call_2_2, /^ok$/m);
+  // The user's own commits in both repositories afterwards run nothing the agent wrote.
+  for (const name of ["first-file", "first-bash"]) {
+    const lib = path.join(w.project, "vendor", name);
+    assert.equal(readFileSync(path.join(lib, "githooks", "pre-commit"), "utf8"), "#!/bin/sh\nexit 0\n");
+    writeFileSync(path.join(lib, "c.txt"), "c\n");
+    hostGit(lib, "add", "-A");
+    assert.equal(hostGit(lib, "commit", "-qm", "user").status, 0);
+  }
+  assert.equal(existsSync(marker), false, "an agent-written hook ran on the host");
+});
+
 test("a program planted in a PATH directory the agent can write never runs on the host: pi's rg is the system's", async (t) => {
   const w = makeWorld("esc-path");
   t.after(w.cleanup);

@@ -1,4 +1,4 @@
-// The sandboxed bash's own exec (extension/exec.ts) through a real pi in RPC mode: bwrap is
+// The sandboxed bash's own exec (extensions/exec.ts) through a real pi in RPC mode: bwrap is
 // pi's direct child (no outer shell), output streams while the command runs, exit codes and
 // signals come through, and pi's abort kills the whole sandbox.
 import { test } from "node:test";

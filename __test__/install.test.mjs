@@ -9,6 +9,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { makeWorld, piBin, runPi } from "./helpers/pi-run.mjs";
+import { stopSession, tmux, waitForScreen } from "./helpers/tmux.mjs";
 import { hostPlatform, publishCheckout, registryMissing, startRegistry } from "./helpers/registry.mjs";
 
 const call = (name, args) => ({ name, arguments: args });
@@ -30,7 +31,9 @@ const missing = registryMissing();
 test("pi install npm:pi-sandbox-rs from a registry: the installed package guards the tools and sandboxes bash", { skip: missing ?? false }, async (t) => {
   const w = makeWorld("install");
   const registry = await startRegistry(path.join(w.root, "registry"));
+  let stopTui = async () => {};
   t.after(async () => {
+    await stopTui();
     await registry.stop();
     w.cleanup();
   });
@@ -98,4 +101,15 @@ test("pi install npm:pi-sandbox-rs from a registry: the installed package guards
   assert.equal(existsSync(outside), false);
   assert.match(res.call_0_2, /made/);
   assert.equal(readFileSync(path.join(w.project, "inside.txt"), "utf8"), "made\n");
+
+  // pi's start screen lists the extension under the package's name.
+  const session = `pi-sandbox-install-${process.pid}`;
+  const envWords = Object.entries(childEnv)
+    .filter(([k]) => !/^(npm_|NODE_OPTIONS$)/i.test(k) || k in env)
+    .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+    .join(" ");
+  stopTui = () => stopSession(session);
+  assert.equal(tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "50", `cd ${w.project} && env -i ${envWords} ${piBin}`).status, 0);
+  const screen = await waitForScreen(session, /sandbox: read-write/, "pi's footer");
+  assert.match(screen, /\[Extensions\]\s*\n\s*pi-sandbox-rs\s*$/m, `the extension listed as pi-sandbox-rs:\n${screen}`);
 });

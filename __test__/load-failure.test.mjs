@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
-const { loadFailureText, platformOf } = require("../extension/load-failure.cjs");
+const { loadFailureText, platformOf } = require("../extensions/load-failure.cjs");
 const { napi } = require("../package.json");
 const supported = napi.targets.map(platformOf);
 

@@ -3,37 +3,16 @@
 // 0.87 binds, so no conflict is reported and pi's own action does not run instead.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { makeWorld, repo } from "./helpers/pi-run.mjs";
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const tmux = (...args) => spawnSync("tmux", args, { encoding: "utf8" });
-
-async function waitFor(session, pattern, what) {
-  let screen = "";
-  for (let i = 0; i < 100; i++) {
-    screen = tmux("capture-pane", "-p", "-t", session).stdout;
-    if (pattern.test(screen)) return screen;
-    await sleep(150);
-  }
-  assert.fail(`timed out waiting for ${what}; screen:\n${screen}`);
-}
+import { stopSession, tmux, waitForScreen as waitFor } from "./helpers/tmux.mjs";
 
 test("TUI: !cmd is sandboxed, the footer shows the mode, Alt+S cycles to yolo", async (t) => {
   const w = makeWorld("tui");
   const session = `pi-sandbox-tui-${process.pid}`;
   t.after(async () => {
-    // pi (node 22) still writes its compile cache under TMPDIR as it exits after the hangup:
-    // wait for every process of the pane's session before removing the world.
-    const leader = tmux("list-panes", "-t", session, "-F", "#{pane_pid}").stdout.trim();
-    tmux("kill-session", "-t", session);
-    for (let i = 0; leader && i < 100; i++) {
-      const left = spawnSync("ps", ["-s", leader, "-o", "pid="], { encoding: "utf8" }).stdout.trim();
-      if (!left) break;
-      await sleep(100);
-    }
+    await stopSession(session);
     w.cleanup();
   });
   // A model is configured but never called: `!cmd` does not reach it.
@@ -53,7 +32,7 @@ test("TUI: !cmd is sandboxed, the footer shows the mode, Alt+S cycles to yolo", 
   );
   const env = `HOME=${w.home} PI_CODING_AGENT_DIR=${w.agentDir} TMPDIR=${w.tmp} PI_OFFLINE=1 PI_TELEMETRY=0 PATH=${process.env.PATH}`;
   const pi = process.env.PI_SANDBOX_TEST_PI ?? path.join(repo, "node_modules", ".bin", "pi");
-  const started = tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "50", `cd ${w.project} && env ${env} ${pi} -e ${path.join(repo, "extension", "index.ts")}`);
+  const started = tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "50", `cd ${w.project} && env ${env} ${pi} -e ${path.join(repo, "extensions", "index.ts")}`);
   assert.equal(started.status, 0, started.stderr);
   const first = await waitFor(session, /sandbox: read-write · bash in bwrap, net filtered/, "the footer status");
   assert.doesNotMatch(first, /shortcut conflict/i);

@@ -61,7 +61,7 @@ function loadAddon() {
   try {
     return require("../index.js");
   } catch (e) {
-    fail(require("../extension/load-failure.cjs").describeLoadFailure(e).replace("Start pi with --no-sandbox to run this session unprotected, or build", "Build"));
+    fail(require("../extensions/load-failure.cjs").describeLoadFailure(e).replace("Start pi with --no-sandbox to run this session unprotected, or build", "Build"));
   }
 }
 

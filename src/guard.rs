@@ -6,7 +6,7 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use globset::{Glob, GlobBuilder};
 
@@ -208,8 +208,11 @@ pub struct Guard {
     /// denyWrite as globs over canonical absolute paths (name patterns stay bare), for OS
     /// layers that take patterns (macOS).
     deny_write_globs: Arc<[String]>,
-    /// Where git runs hooks from besides `.git/hooks` (`core.hooksPath`).
-    hook_dirs: Arc<[HookDir]>,
+    /// Where git runs hooks from besides `.git/hooks` (`core.hooksPath`): set at load for
+    /// the repositories around the session, added to as the session meets nested ones.
+    /// Shared by every clone of this guard (the index's too), so that all judge new paths
+    /// alike.
+    hook_dirs: Arc<RwLock<Vec<HookDir>>>,
     /// Env files the user allowed reading (canonical path, how it was granted).
     env_read_grants: Arc<[(PathBuf, String)]>,
 }
@@ -361,7 +364,7 @@ impl Guard {
             git_dirs_around_allow_write,
             deny_read_paths: deny_read_paths.into(),
             deny_write_globs: deny_write_globs.into(),
-            hook_dirs: Arc::from(Vec::new()),
+            hook_dirs: Default::default(),
             env_read_grants: Arc::from(Vec::new()),
             enabled: config.enabled.clone(),
             mode: config.mode.clone(),
@@ -675,7 +678,7 @@ impl Guard {
         if let Some(h) = hooks {
             return make(
                 Verdict::Deny,
-                hook_label(h),
+                hook_label(&h),
                 Source::Mandatory.to_string(),
                 format!(
                     "Blocked write to {shown}: it lies in the git hooks directory {} ({}, for {}); the user's next git command would run what is written there. Edit the hooks yourself outside pi if the change is wanted, or set filesystem.allowHooksPath.",
@@ -816,15 +819,31 @@ impl Guard {
     }
 
     /// The hooks directory (`core.hooksPath`) `path` is or lies in, if any.
-    fn hook_dir(&self, path: &Path) -> Option<&HookDir> {
+    fn hook_dir(&self, path: &Path) -> Option<HookDir> {
         self.hook_dirs
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
             .iter()
             .find(|h| protected::is_under(path, &h.path))
+            .cloned()
     }
 
     /// The directories git runs hooks from besides `.git/hooks`, found by the session.
     pub fn set_hook_dirs(&mut self, dirs: Vec<HookDir>) {
-        self.hook_dirs = dirs.into();
+        self.hook_dirs = Arc::new(RwLock::new(dirs));
+    }
+
+    /// Makes `dirs` the hooks directories of the repository `git_dir` (for this guard and
+    /// its clones); true when that changed them.
+    pub fn replace_hook_dirs_of(&self, git_dir: &Path, dirs: Vec<HookDir>) -> bool {
+        let mut all = self.hook_dirs.write().unwrap_or_else(|e| e.into_inner());
+        let old: Vec<&HookDir> = all.iter().filter(|h| h.git_dir == git_dir).collect();
+        if old.len() == dirs.len() && old.iter().zip(&dirs).all(|(a, b)| *a == b) {
+            return false;
+        }
+        all.retain(|h| h.git_dir != git_dir);
+        all.extend(dirs);
+        true
     }
 
     /// The env files the user allowed reading, each with how (replaces the earlier list).
@@ -836,8 +855,11 @@ impl Guard {
         &self.env_read_grants
     }
 
-    pub fn hook_dirs(&self) -> &[HookDir] {
-        &self.hook_dirs
+    pub fn hook_dirs(&self) -> Vec<HookDir> {
+        self.hook_dirs
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The allowWrite entry containing `path`, if any.
@@ -997,7 +1019,7 @@ impl Guard {
             return Some(Protection::Surface(hit));
         }
         if let Some(h) = self.hook_dir(canonical) {
-            return Some(Protection::HookDir(hook_label(h)));
+            return Some(Protection::HookDir(hook_label(&h)));
         }
         let exempt = self.deny_write_exemption(canonical, is_git_dir);
         self.deny_write

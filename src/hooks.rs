@@ -51,12 +51,42 @@ pub fn enclosing_repo(dir: &Path) -> Option<(PathBuf, PathBuf)> {
 /// husky layout (`<dir>/_` wrappers that run `<dir>/<hook>`). Empty when unset, or when no
 /// system git is there to ask (the table's `.git/hooks` still applies).
 pub fn hook_dirs(git_dir: &Path, worktree: &Path, home: &Path) -> Vec<HookDir> {
-    let Some(value) = configured_hooks_path(git_dir, worktree, home) else {
+    let config = core_config(git_dir, Some(worktree), home);
+    match config.hooks_path {
+        Some(value) => dirs_for(&value, git_dir, worktree, home),
+        None => vec![],
+    }
+}
+
+/// `hook_dirs` for a git dir found in the writable trees, whose worktree is not known: the
+/// parent of a `.git` directory, else `core.worktree` (a submodule's git dir), else the
+/// git dir itself (a bare repository, whose hooks run there).
+pub fn hook_dirs_of(git_dir: &Path, home: &Path) -> Vec<HookDir> {
+    let named_dot_git = git_dir.file_name().is_some_and(|n| n == ".git");
+    let worktree = if named_dot_git {
+        git_dir.parent().map(Path::to_path_buf)
+    } else {
+        None
+    };
+    let config = core_config(git_dir, worktree.as_deref(), home);
+    let Some(value) = config.hooks_path else {
         return vec![];
     };
+    let worktree = worktree
+        .or_else(|| config.worktree.map(|w| git_dir.join(w)))
+        .unwrap_or_else(|| git_dir.to_path_buf());
+    dirs_for(&value, git_dir, &worktree, home)
+}
+
+/// The config files whose change can change a git dir's own `core.hooksPath`.
+pub fn config_files(git_dir: &Path) -> [PathBuf; 2] {
+    [git_dir.join("config"), git_dir.join("config.worktree")]
+}
+
+fn dirs_for(value: &str, git_dir: &Path, worktree: &Path, home: &Path) -> Vec<HookDir> {
     let expanded = match value.strip_prefix("~/") {
         Some(rest) => home.join(rest),
-        None => PathBuf::from(&value),
+        None => PathBuf::from(value),
     };
     let path = worktree.join(expanded);
     let path = crate::paths::canonicalize(&path).unwrap_or(path);
@@ -81,10 +111,21 @@ pub fn hook_dirs(git_dir: &Path, worktree: &Path, home: &Path) -> Vec<HookDir> {
     out
 }
 
-/// `git config --get core.hooksPath` for the repository, run so that nothing the
-/// repository says can run code: git from a system directory, no inherited environment.
-fn configured_hooks_path(git_dir: &Path, worktree: &Path, home: &Path) -> Option<String> {
-    let git = detect::system_program("git")?;
+/// What git's config says of a repository's hooks and worktree.
+#[derive(Default)]
+struct CoreConfig {
+    hooks_path: Option<String>,
+    worktree: Option<String>,
+}
+
+/// `core.hooksPath` and `core.worktree` as git reads them for the repository (every config
+/// level, includes), asked so that nothing the repository says can run code: git from a
+/// system directory, no inherited environment, a time limit. Nothing when no system git is
+/// there to ask, or it fails.
+fn core_config(git_dir: &Path, worktree: Option<&Path>, home: &Path) -> CoreConfig {
+    let Some(git) = detect::system_program("git") else {
+        return CoreConfig::default();
+    };
     let mut cmd = Command::new(git);
     cmd.env_clear()
         .env("HOME", home)
@@ -93,23 +134,56 @@ fn configured_hooks_path(git_dir: &Path, worktree: &Path, home: &Path) -> Option
         .env("GIT_TERMINAL_PROMPT", "0")
         .args(["-c", "core.fsmonitor=false", "-c", "safe.directory=*"])
         .arg("--git-dir")
-        .arg(git_dir)
-        .arg("--work-tree")
-        .arg(worktree)
-        .args(["config", "--path", "--get", "core.hooksPath"])
-        .current_dir(worktree)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .stdout(Stdio::piped());
+        .arg(git_dir);
+    if let Some(w) = worktree {
+        cmd.arg("--work-tree").arg(w);
+    }
+    cmd.args([
+        "config",
+        "--path",
+        "--get-regexp",
+        r"^core\.(hookspath|worktree)$",
+    ])
+    .current_dir(worktree.unwrap_or(git_dir))
+    .stdin(Stdio::null())
+    .stderr(Stdio::null())
+    .stdout(Stdio::piped());
     if let Some(xdg) = std::env::var_os("XDG_CONFIG_HOME") {
         cmd.env("XDG_CONFIG_HOME", xdg);
     }
-    let mut child = cmd.spawn().ok()?;
-    let status = detect::wait_or_kill(&mut child, GIT_TIMEOUT).ok()??;
+    let Ok(mut child) = cmd.spawn() else {
+        return CoreConfig::default();
+    };
+    // Waited for before reading (a hung git must not hang us): its few lines of output fit
+    // in the pipe's buffer.
+    let status = detect::wait_or_kill(&mut child, GIT_TIMEOUT);
+    if !matches!(status, Ok(Some(s)) if s.success()) {
+        return CoreConfig::default();
+    }
     let mut out = String::new();
-    std::io::Read::read_to_string(&mut child.stdout.take()?, &mut out).ok()?;
-    let value = out.trim_end_matches('\n').to_string();
-    (status.success() && !value.is_empty()).then_some(value)
+    let read = child
+        .stdout
+        .take()
+        .map(|mut o| std::io::Read::read_to_string(&mut o, &mut out));
+    if !matches!(read, Some(Ok(_))) {
+        return CoreConfig::default();
+    }
+    // The last value of each key wins, as git's own `--get` has it.
+    let mut config = CoreConfig::default();
+    for line in out.lines() {
+        let Some((key, value)) = line.split_once(' ') else {
+            continue;
+        };
+        if value.is_empty() {
+            continue;
+        }
+        match key {
+            "core.hookspath" => config.hooks_path = Some(value.to_string()),
+            "core.worktree" => config.worktree = Some(value.to_string()),
+            _ => {}
+        }
+    }
+    config
 }
 
 #[cfg(test)]
@@ -146,6 +220,46 @@ mod tests {
             .map(|d| d.path)
             .collect();
         assert_eq!(dirs, [repo.join(".husky/_"), repo.join(".husky")]);
+    }
+
+    #[test]
+    fn hooks_of_a_git_dir_found_in_the_trees_resolve_against_its_worktree() {
+        let t = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        // a nested repository: relative to the directory holding `.git`
+        let nested = root.join("vendor/lib");
+        std::fs::create_dir_all(&nested).unwrap();
+        git(&nested, &["init", "-q"]);
+        assert!(hook_dirs_of(&nested.join(".git"), &root).is_empty());
+        git(&nested, &["config", "core.hooksPath", "githooks"]);
+        let dirs = hook_dirs_of(&nested.join(".git"), &root);
+        assert_eq!(dirs.len(), 1);
+        assert_eq!(dirs[0].path, nested.join("githooks"));
+        assert_eq!(dirs[0].git_dir, nested.join(".git"));
+        // a bare repository: its hooks run from the git dir
+        let bare = root.join("bare.git");
+        std::fs::create_dir(&bare).unwrap();
+        git(&bare, &["init", "-q", "--bare"]);
+        git(&bare, &["config", "core.hooksPath", "myhooks"]);
+        assert_eq!(hook_dirs_of(&bare, &root)[0].path, bare.join("myhooks"));
+        // a git dir elsewhere with core.worktree (a submodule's): relative to that worktree
+        let module = root.join("modules/sub");
+        let work = root.join("sub");
+        std::fs::create_dir_all(&work).unwrap();
+        std::fs::create_dir_all(root.join("modules")).unwrap();
+        let module_arg = module.to_str().unwrap();
+        git(&work, &["init", "-q", "--separate-git-dir", module_arg]);
+        for (key, value) in [
+            ("core.worktree", "../../sub"),
+            ("core.hooksPath", ".husky/_"),
+        ] {
+            git(&root, &["--git-dir", module_arg, "config", key, value]);
+        }
+        let dirs: Vec<PathBuf> = hook_dirs_of(&module, &root)
+            .into_iter()
+            .map(|d| d.path)
+            .collect();
+        assert_eq!(dirs, [work.join(".husky/_"), work.join(".husky")]);
     }
 
     #[test]

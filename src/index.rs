@@ -106,6 +106,9 @@ pub struct Index {
     shared: Arc<(Mutex<State>, Condvar)>,
     /// How often a query had to rebuild it (overflow, other roots).
     rebuilds: Arc<std::sync::atomic::AtomicUsize>,
+    /// Set when the guard's judgement of paths already indexed changed (a hooks directory
+    /// found): the next use rebuilds instead of answering.
+    stale: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Why an index is not usable as it stands.
@@ -122,6 +125,7 @@ impl Index {
         let index = Index {
             shared: Arc::new((Mutex::new(State::Building), Condvar::new())),
             rebuilds: Default::default(),
+            stale: Default::default(),
         };
         let shared = index.shared.clone();
         let guard = guard.clone();
@@ -140,7 +144,25 @@ impl Index {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.shared.0.lock().unwrap_or_else(|e| e.into_inner())
+        let mut state = self.shared.0.lock().unwrap_or_else(|e| e.into_inner());
+        self.apply_staleness(&mut state);
+        state
+    }
+
+    /// The guard now judges some indexed paths differently (it shares its hooks directories
+    /// with the index's copy): rebuild before the next answer.
+    pub fn invalidate(&self) {
+        self.stale.store(true, std::sync::atomic::Ordering::SeqCst);
+        let mut state = self.shared.0.lock().unwrap_or_else(|e| e.into_inner());
+        self.apply_staleness(&mut state);
+    }
+
+    fn apply_staleness(&self, state: &mut State) {
+        if let State::Ready(tree) = state {
+            if self.stale.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                tree.lost = Some(Lost::Rebuild("the git hooks directories changed".into()));
+            }
+        }
     }
 
     /// Runs `f` with what the index knows of git dirs, brought up to date first; while it is
@@ -190,6 +212,7 @@ impl Index {
         while matches!(*state, State::Building) {
             state = ready.wait(state).unwrap_or_else(|e| e.into_inner());
         }
+        self.apply_staleness(&mut state);
         state
     }
 

@@ -1,6 +1,7 @@
 //! One pi session's loaded policy: loads the layers, re-reads them when a file changes, and
 //! fails closed while they are broken (every check is refused with the reason).
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use crate::config::{self, Config, ConfigError, Env, Mode, Source, MODE_HELP};
 use crate::config_edit::{ListKey, ALLOWED_DOMAINS, ALLOW_WRITE};
 use crate::environment::{self, EnvPolicy};
 use crate::guard::{ApprovalMode, Decision, Guard, GuardError, KnownGitDirs, Op, Step, Verdict};
+use crate::hooks::HookDir;
 use crate::index::Index;
 use crate::launch::{self, Command, Launch, LaunchError};
 use crate::net::gate::{self, CommandNet, Gate};
@@ -239,6 +241,10 @@ pub struct Session {
     second_names: std::cell::RefCell<Option<Vec<Found>>>,
     /// What the scan finds, kept current from file events (None: full scans; see `scan`).
     index: Option<Index>,
+    /// The hooks directories of each repository met in the writable trees (nested ones,
+    /// submodules' and bare git dirs too), asked of git again only when its config files
+    /// change: git dir → (their stamp, what git said).
+    repo_hooks: std::cell::RefCell<HashMap<PathBuf, (Stamp, Vec<HookDir>)>>,
     /// Where every refusal is recorded (`violations`).
     log: ViolationLog,
     /// The secrets hidden from the model, and the stamp of pi's key files they were read at.
@@ -304,6 +310,7 @@ impl Session {
             auditor: Default::default(),
             second_names: Default::default(),
             index: None,
+            repo_hooks: Default::default(),
             redactor: Default::default(),
         };
         s.reload();
@@ -352,6 +359,14 @@ impl Session {
             // Nothing runs meanwhile; if something asks, nothing is allowed.
             Err(_) => gate::Rules::default(),
         });
+        // The repositories met earlier keep their hooks directories in the new guard.
+        if let Ok(loaded) = &self.state {
+            if !loaded.config.allow_hooks_path.value {
+                for (git_dir, (_, dirs)) in self.repo_hooks.get_mut().iter() {
+                    loaded.guard.replace_hook_dirs_of(git_dir, dirs.clone());
+                }
+            }
+        }
         // A new policy judges paths differently: a new index, built in the background.
         self.index = match &self.state {
             Ok(loaded) if index_wanted() => Some(Index::start(&loaded.guard)),
@@ -626,13 +641,72 @@ impl Session {
         }
     }
 
+    /// Brings the guard's hooks directories up to date for the repositories with git dirs
+    /// `git_dirs`: each one not met yet, or whose config files changed, is asked of git. True
+    /// when the guard's set changed (the index then rebuilds before it answers again).
+    fn update_hook_dirs<'a>(
+        &self,
+        guard: &Guard,
+        git_dirs: impl Iterator<Item = &'a Path>,
+    ) -> bool {
+        if self
+            .state
+            .as_ref()
+            .map_or(true, |l| l.config.allow_hooks_path.value)
+        {
+            return false;
+        }
+        let mut known = self.repo_hooks.borrow_mut();
+        let mut changed = false;
+        for git_dir in git_dirs {
+            let stamp = stamp_of(&crate::hooks::config_files(git_dir));
+            if known.get(git_dir).is_some_and(|(s, _)| *s == stamp) {
+                continue;
+            }
+            let dirs = crate::hooks::hook_dirs_of(git_dir, &self.options.env.home);
+            changed |= guard.replace_hook_dirs_of(git_dir, dirs.clone());
+            known.insert(git_dir.to_path_buf(), (stamp, dirs));
+        }
+        if changed {
+            if let Some(index) = &self.index {
+                index.invalidate();
+            }
+        }
+        changed
+    }
+
+    /// For a write the guard would allow: the hooks directory of the repository the path
+    /// lies in, if git was not asked yet (a nested repository's `core.hooksPath`). True when
+    /// that changed the guard, so the write must be judged again.
+    fn learn_hooks_around(&self, guard: &Guard, d: &Decision) -> bool {
+        if d.op != Op::Write || d.verdict == Verdict::Deny {
+            return false;
+        }
+        let git_dir = self.with_git_dirs(|known| {
+            d.path.ancestors().skip(1).find_map(|dir| {
+                let g = dir.join(".git");
+                known(&g)
+                    .unwrap_or_else(|| crate::protected::is_git_dir_on_disk(&g))
+                    .then_some(g)
+            })
+        });
+        git_dir.is_some_and(|g| self.update_hook_dirs(guard, std::iter::once(g.as_path())))
+    }
+
     pub fn check(&self, op: Op, path: &Path) -> Decision {
         match self.guard() {
             Some(g) => {
                 // Which directories are git dirs is a write's question: the index answers
                 // where it knows.
                 let d = match op {
-                    Op::Write => self.with_git_dirs(|known| g.check_with(op, path, known)),
+                    Op::Write => {
+                        let d = self.with_git_dirs(|known| g.check_with(op, path, known));
+                        if self.learn_hooks_around(g, &d) {
+                            self.with_git_dirs(|known| g.check_with(op, path, known))
+                        } else {
+                            d
+                        }
+                    }
                     Op::Read => g.check(op, path),
                 };
                 self.second_name_check(g, d)
@@ -644,7 +718,11 @@ impl Session {
     pub fn explain(&self, op: Op, path: &Path) -> (Decision, Vec<Step>) {
         match self.guard() {
             Some(g) => {
-                let (d, mut steps) = self.with_git_dirs(|known| g.explain_with(op, path, known));
+                let explained = || self.with_git_dirs(|known| g.explain_with(op, path, known));
+                let (mut d, mut steps) = explained();
+                if self.learn_hooks_around(g, &d) {
+                    (d, steps) = explained();
+                }
                 let checked = self.second_name_check(g, d.clone());
                 if checked != d {
                     steps.push(Step {
@@ -666,8 +744,16 @@ impl Session {
         match self.guard() {
             Some(g) => {
                 let home = &self.options.env.home;
-                let checked =
-                    self.with_git_dirs(|known| tools::check_tool_with(g, tool, input, home, known));
+                let checked_now = || {
+                    self.with_git_dirs(|known| tools::check_tool_with(g, tool, input, home, known))
+                };
+                let mut checked = checked_now();
+                if checked
+                    .as_ref()
+                    .is_some_and(|c| self.learn_hooks_around(g, &c.decision))
+                {
+                    checked = checked_now();
+                }
                 checked.map(|mut c| {
                     c.decision = self.second_name_check(g, c.decision);
                     self.log_denied(tool, &c.decision);
@@ -789,6 +875,11 @@ impl Session {
         }
         // The baseline of the audit after the command, whichever OS layer runs it.
         let mut scan = self.scan(guard);
+        if self.update_hook_dirs(guard, scan.git_dirs.iter().map(PathBuf::as_path)) {
+            // A repository whose hooks directory was not known: what lies there is protected
+            // from this command on (the index rebuilds under the new judgement).
+            scan = self.scan(guard);
+        }
         scan.hidden_env_files = crate::platform::mounts::env_files_around(guard);
         auditor.baseline(&scan);
         self.remember(&scan);
@@ -1509,7 +1600,7 @@ fn add_list_entry(
 
 /// The hooks directories (`core.hooksPath`) of the repositories the session works in: the
 /// one around its directory and around each allowWrite root.
-fn hook_dirs_around(guard: &Guard) -> Vec<crate::hooks::HookDir> {
+fn hook_dirs_around(guard: &Guard) -> Vec<HookDir> {
     let env = guard.env();
     let mut repos = Vec::new();
     for dir in std::iter::once(env.cwd.as_path()).chain(guard.allow_write_paths()) {

@@ -9,7 +9,7 @@ import { startMockModel } from "./mock-model.mjs";
 export const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 // PI_SANDBOX_TEST_PI runs the same tests against another pi (e.g. a newer one on node 22).
 export const piBin = process.env.PI_SANDBOX_TEST_PI || path.join(repo, "node_modules", ".bin", "pi");
-const ownExtension = path.join(repo, "extension", "index.ts");
+const ownExtension = path.join(repo, "extensions", "index.ts");
 
 /** Directory holding an fd new enough for pi's find tool, or null. */
 function fdDir() {

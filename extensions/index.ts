@@ -347,7 +347,7 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 
 	/**
 	 * pi's bash, behind the sandbox: prepare, run, audit, as one step of the queue. The
-	 * sandbox is spawned directly (extension/exec.ts), with its mount sources as open fds. A
+	 * sandbox is spawned directly (extensions/exec.ts), with its mount sources as open fds. A
 	 * refused command throws for the bash tool (pi reports the reason as the tool's error)
 	 * and is printed with exit code 126 for the user's `!cmd`, as a shell would. Unsandboxed
 	 * (the user turned protection off) it is pi's own exec, unchanged.
