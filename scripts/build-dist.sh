@@ -24,10 +24,7 @@ npx napi "${napi_args[@]}"
 
 case "$target" in
   *-linux-gnu)
-    # A static binary: `--target` keeps the flag off build scripts and proc macros.
-    RUSTFLAGS="-C target-feature=+crt-static" cargo build -q --profile dist --target "$target" \
-      --manifest-path crates/pi-sandbox-init/Cargo.toml --target-dir target/init-static
-    cp "target/init-static/$target/dist/pi-sandbox-init" "$out/pi-sandbox-init"
+    bash scripts/build-init.sh dist "$target" "$out/pi-sandbox-init"
 
     # What the package promises: an addon that loads on glibc 2.17 and an init with no
     # dynamic dependencies at all.

@@ -525,4 +525,70 @@ mod tests {
             }
         }
     }
+
+    /// The redactor alone, without N-API (bench/hardening-bench.mjs measures it through
+    /// Node): 100 MB of log-like output holding 1,000 occurrences of 100 token-shaped
+    /// secrets, pushed through a `RedactStream` in 64 KiB chunks.
+    /// `cargo test --release --lib redact_throughput -- --ignored --nocapture`
+    #[test]
+    #[ignore = "a benchmark"]
+    fn redact_throughput() {
+        use std::time::Instant;
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        const B62: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        let mut b62 = |n: usize| -> String {
+            (0..n)
+                .map(|_| B62[(next() % 62) as usize] as char)
+                .collect()
+        };
+        let secrets: Vec<String> = (0..100)
+            .map(|i| match i % 6 {
+                0 => format!("ghp_{}", b62(36)),
+                1 => format!("sk-ant-api03-{}", b62(40)),
+                2 => format!("xoxb-{}", b62(30)),
+                3 => format!("AKIA{}", b62(16).to_uppercase()),
+                4 => format!("npm_{}", b62(36)),
+                _ => b62(40).bytes().map(|b| format!("{:x}", b % 16)).collect(),
+            })
+            .collect();
+        let redactor = Arc::new(Redactor::new(secrets.iter().enumerate().map(|(i, v)| {
+            Secret {
+                name: format!("BENCH_{i}_TOKEN"),
+                value: v.clone(),
+            }
+        })));
+        let filler = b"INFO request handled in 12 ms for /api/v1/items?page=3 by worker-7\n";
+        let len = 100_000_000;
+        let mut text: Vec<u8> = filler.iter().copied().cycle().take(len).collect();
+        for i in 0..1000 {
+            let at = (i * 2 + 1) * len / 2000;
+            let s = secrets[i % 100].as_bytes();
+            text[at..at + s.len()].copy_from_slice(s);
+        }
+        let mut times = Vec::new();
+        for _ in 0..7 {
+            let t0 = Instant::now();
+            let mut stream = RedactStream::new(redactor.clone());
+            let mut out = 0;
+            for chunk in text.chunks(65536) {
+                out += stream.push(chunk).len();
+            }
+            out += stream.finish().len();
+            times.push(t0.elapsed().as_secs_f64());
+            assert!(out > len / 2);
+        }
+        times.sort_by(f64::total_cmp);
+        let median = times[times.len() / 2];
+        println!(
+            "RedactStream, 100 secrets, 64 KiB chunks: {:.1} ms, {:.2} GB/s (median of 7)",
+            median * 1e3,
+            len as f64 / median / 1e9
+        );
+    }
 }
