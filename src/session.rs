@@ -682,8 +682,18 @@ impl Session {
         if d.op != Op::Write || d.verdict == Verdict::Deny {
             return false;
         }
+        // Only repositories inside the writable trees: the one around the session was
+        // looked up at load.
+        let Some(root) = guard.writable_root(&d.path) else {
+            return false;
+        };
         let git_dir = self.with_git_dirs(|known| {
-            d.path.ancestors().skip(1).find_map(|dir| {
+            let mut inside = d
+                .path
+                .ancestors()
+                .skip(1)
+                .take_while(|a| a.starts_with(root));
+            inside.find_map(|dir| {
                 let g = dir.join(".git");
                 known(&g)
                     .unwrap_or_else(|| crate::protected::is_git_dir_on_disk(&g))
