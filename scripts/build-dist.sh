@@ -24,6 +24,17 @@ npx napi "${napi_args[@]}"
 
 case "$target" in
   *-linux-gnu)
+    # Built on another architecture: link with the cross toolchain napi-rs just set up (the
+    # release builds each target on its own runner and needs none).
+    host=$(rustc -vV | sed -n 's/^host: //p')
+    if [ "$target" != "$host" ]; then
+      version=$(node -p 'const cli = require.resolve("@napi-rs/cli/package.json");
+        require(require.resolve("@napi-rs/cross-toolchain/package.json", { paths: [cli] })).version')
+      gcc="$HOME/.napi-rs/cross-toolchain/$version/$target/bin/$target-gcc"
+      [ -x "$gcc" ] || { echo "build-dist: no linker for $target at $gcc" >&2; exit 1; }
+      var="CARGO_TARGET_$(echo "$target" | tr 'a-z-' 'A-Z_')_LINKER"
+      export "$var=$gcc"
+    fi
     bash scripts/build-init.sh dist "$target" "$out/pi-sandbox-init"
 
     # What the package promises: an addon that loads on glibc 2.17 and an init with no
