@@ -61,7 +61,7 @@ function bareArgsOf(prepared) {
       i += 1;
     } else if (a === "--perms" && shown[i + 4] === "/tmp/.pi-sandbox-init") {
       i += 4;
-    } else if (a === "--" && shown[i + 1] === "/tmp/.pi-sandbox-init") {
+    } else if (a === "--" && (shown[i + 1] === "/tmp/.pi-sandbox-init" || /^\/proc\/self\/fd\/\d+$/.test(shown[i + 1]))) {
       out.push(a);
       i += 4;
     } else if (a === "--bind-fd" || a === "--ro-bind-fd") {

@@ -56,7 +56,7 @@ function edited(p, { seccomp, init }) {
     const a = args[i];
     if (a === "--add-seccomp-fd" && !seccomp) i += 1;
     else if (a === "--perms" && args[i + 4] === "/tmp/.pi-sandbox-init" && !init) i += 4;
-    else if (a === "/tmp/.pi-sandbox-init" && !init) i += 3;
+    else if ((a === "/tmp/.pi-sandbox-init" || /^\/proc\/self\/fd\/\d+$/.test(a)) && !init) i += 3;
     else out.push(a);
   }
   return out;

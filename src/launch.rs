@@ -180,12 +180,24 @@ fn unnamed_file(dir: &Path, bytes: &[u8]) -> Result<OwnedFd, LaunchError> {
 
 #[cfg(target_os = "linux")]
 fn sealed_memfd(bytes: &[u8]) -> std::io::Result<OwnedFd> {
+    sealed_memfd_with(bytes, false)
+}
+
+/// `bytes` in a sealed memfd, executable or not.
+#[cfg(target_os = "linux")]
+fn sealed_memfd_with(bytes: &[u8], executable: bool) -> std::io::Result<OwnedFd> {
     use std::os::fd::FromRawFd;
     let name = c"pi-sandbox";
     let flags = libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING;
-    // SAFETY: memfd_create with a NUL-terminated name. MFD_NOEXEC_SEAL (Linux 6.3) keeps the
-    // kernel from warning about executable memfds; older kernels refuse the flag.
-    let mut fd = unsafe { libc::memfd_create(name.as_ptr(), flags | libc::MFD_NOEXEC_SEAL) };
+    // MFD_NOEXEC_SEAL / MFD_EXEC (Linux 6.3) say which it is (the kernel warns about memfds
+    // that say neither); older kernels refuse both flags and make every memfd executable.
+    let kind = if executable {
+        libc::MFD_EXEC
+    } else {
+        libc::MFD_NOEXEC_SEAL
+    };
+    // SAFETY: memfd_create with a NUL-terminated name.
+    let mut fd = unsafe { libc::memfd_create(name.as_ptr(), flags | kind) };
     if fd < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
         fd = unsafe { libc::memfd_create(name.as_ptr(), flags) };
     }
@@ -203,6 +215,29 @@ fn sealed_memfd(bytes: &[u8]) -> std::io::Result<OwnedFd> {
         return Err(std::io::Error::last_os_error());
     }
     Ok(file.into())
+}
+
+/// `pi-sandbox-init` in an executable sealed memfd, made once per process: bwrap executes it
+/// as `/proc/self/fd/N`, so that nothing is copied per command. None where the kernel has no
+/// memfds or refuses executable ones (`vm.memfd_noexec = 2`): then bwrap copies it.
+fn executable_init() -> Option<&'static OwnedFd> {
+    static INIT: once_cell::sync::OnceCell<Option<OwnedFd>> = once_cell::sync::OnceCell::new();
+    INIT.get_or_init(|| {
+        #[cfg(target_os = "linux")]
+        {
+            let bytes = init_program().ok()?;
+            sealed_memfd_with(bytes, true).ok()
+        }
+        #[cfg(not(target_os = "linux"))]
+        None
+    })
+    .as_ref()
+}
+
+/// A new open file description of `fd`'s file (through /proc): each child gets its own.
+fn reopen(fd: &OwnedFd) -> std::io::Result<OwnedFd> {
+    use std::os::fd::AsRawFd;
+    Ok(File::open(format!("/proc/self/fd/{}", fd.as_raw_fd()))?.into())
 }
 
 /// What every launch passes unchanged (pi-sandbox-init, the seccomp programs): on Linux
@@ -292,6 +327,7 @@ fn bwrap_launch(
             unset_env: setup.unset_env,
             set_env: setup.set_env,
             supervised: cfg!(target_os = "linux"),
+            init_from_fd: executable_init().is_some(),
         },
         command,
     )?;
@@ -349,6 +385,12 @@ fn bwrap_launch(
                 static INIT: once_cell::sync::OnceCell<Vec<OwnedFd>> =
                     once_cell::sync::OnceCell::new();
                 shared_file(&INIT, tmp_dir, &[init_program()?], 0)?
+            }
+            FdSource::InitExecutable => {
+                let init = executable_init().ok_or_else(|| {
+                    LaunchError::Supervisor("pi-sandbox-init's executable went away".into())
+                })?;
+                reopen(init).map_err(script_error(tmp_dir))?
             }
             FdSource::NotifyFilter => {
                 static NOTIFY: once_cell::sync::OnceCell<Vec<OwnedFd>> =
@@ -807,7 +849,13 @@ mod tests {
         assert_eq!(l.args[..2], ["--args", "3"]);
         // the command runs under pi-sandbox-init, its filter and socket on inherited fds
         let inherited = |i: usize| l.args[i].to_string_lossy().parse::<usize>().unwrap();
-        assert_eq!(l.args[2..4], ["--", bwrap::INIT_INSIDE]);
+        assert_eq!(l.args[2], "--");
+        // init from its executable memfd where the kernel allows one (a copy in /tmp else)
+        let init = l.args[3].to_string_lossy().into_owned();
+        match executable_init() {
+            Some(_) => assert_eq!(init, format!("/proc/self/fd/{}", inherited(4) - 1)),
+            None => assert_eq!(init, bwrap::INIT_INSIDE),
+        }
         assert_eq!(l.args[6], "--");
         assert_eq!(l.args[7..], bash_argv(Path::new(SCRIPT_INSIDE)));
         assert_eq!(inherited(5), inherited(4) + 1);

@@ -14,7 +14,8 @@
 //!    sandbox's network namespace, sends it along (pi-sandbox's proxy accepts the command's
 //!    connections from it: the namespace has no other way out), and points `HTTP_PROXY`,
 //!    `HTTPS_PROXY` and `ALL_PROXY` (and their lower-case forms) at its port;
-//! 5. execs PROGRAM.
+//! 5. execs PROGRAM (the fd it was itself started from, when bwrap ran it as
+//!    `/proc/self/fd/N`, closes on the way).
 //!
 //! Any failure ends it with status 126 before PROGRAM runs: the command never runs without
 //! its filter.
@@ -143,7 +144,22 @@ fn proxy_door() -> RawFd {
     }
 }
 
+/// Started as `/proc/self/fd/N` (bwrap executes the executable it inherited on fd N): that
+/// fd is not the command's to inherit.
+fn keep_own_fd_from_the_command() {
+    let argv0 = std::env::args_os().next().unwrap_or_default();
+    let own_fd = argv0
+        .to_str()
+        .and_then(|a| a.strip_prefix("/proc/self/fd/"))
+        .and_then(|n| n.parse::<RawFd>().ok());
+    if let Some(fd) = own_fd.filter(|fd| *fd > 2) {
+        // SAFETY: fcntl on a descriptor number; a wrong one only fails.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+}
+
 fn main() {
+    keep_own_fd_from_the_command();
     let mut args = std::env::args_os().skip(1);
     let filter_fd = fd_arg(args.next(), "FILTER_FD");
     let socket = fd_arg(args.next(), "LISTENER_FD");
