@@ -374,22 +374,27 @@ test("hooks of nested repositories: a vendored repository's core.hooksPath is pr
   userRepo(w.project);
   const marker = path.join(w.root, "host-ran");
   // Two repositories inside the project, each with its hooks in its worktree: one the file
-  // tools meet first, one bash meets first.
-  for (const name of ["first-file", "first-bash"]) {
+  // tools meet first (two levels down, reached by an edit: no directory is made on the way),
+  // one bash meets first.
+  const hooksOf = { "first-file": "tools/githooks", "first-bash": "githooks" };
+  for (const [name, hooks] of Object.entries(hooksOf)) {
     const lib = path.join(w.project, "vendor", name);
     userRepo(lib);
-    mkdirSync(path.join(lib, "githooks"));
-    writeFileSync(path.join(lib, "githooks", "pre-commit"), "#!/bin/sh\nexit 0\n");
-    chmodSync(path.join(lib, "githooks", "pre-commit"), 0o755);
-    hostGit(lib, "config", "core.hooksPath", "githooks");
+    mkdirSync(path.join(lib, hooks), { recursive: true });
+    writeFileSync(path.join(lib, hooks, "pre-commit"), "#!/bin/sh\nexit 0\n");
+    chmodSync(path.join(lib, hooks, "pre-commit"), 0o755);
+    hostGit(lib, "config", "core.hooksPath", hooks);
   }
   const r = await runPi({
     world: w,
     script: [
-      [call("write", { path: "vendor/first-file/githooks/pre-commit", content: evil(marker) })],
+      [
+        call("edit", { path: "vendor/first-file/tools/githooks/pre-commit", edits: [{ oldText: "exit 0", newText: `echo ran >> ${marker}` }] }),
+        call("write", { path: "vendor/first-file/tools/githooks/post-commit", content: evil(marker) }),
+      ],
       [call("bash", { command: `echo 'echo ran >> ${marker}' >> vendor/first-bash/githooks/pre-commit; echo rc1=$?` })],
       [
-        call("bash", { command: `echo 'echo ran >> ${marker}' >> vendor/first-file/githooks/pre-commit; echo rc2=$?; printf '#!/bin/sh\\necho ran >> ${marker}\\n' > vendor/first-file/githooks/post-commit; echo rc3=$?` }),
+        call("bash", { command: `echo 'echo ran >> ${marker}' >> vendor/first-file/tools/githooks/pre-commit; echo rc2=$?; printf '#!/bin/sh\\necho ran >> ${marker}\\n' > vendor/first-file/tools/githooks/post-commit; echo rc3=$?` }),
         call("edit", { path: "vendor/first-bash/githooks/pre-commit", edits: [{ oldText: "exit 0", newText: `echo ran >> ${marker}` }] }),
         // the real work around them goes on
         call("bash", { command: "echo ok > vendor/first-bash/notes.txt && cat vendor/first-bash/notes.txt" }),
@@ -398,16 +403,17 @@ test("hooks of nested repositories: a vendored repository's core.hooksPath is pr
   });
   assert.equal(r.code, 0, r.stderr);
   const res = byId(r.results);
-  assert.match(res.call_0_0, /git hooks directory .*first-file\/githooks \(core\.hooksPath = githooks, for /, res.call_0_0);
+  assert.match(res.call_0_0, /git hooks directory .*first-file\/tools\/githooks \(core\.hooksPath = tools\/githooks, for /, res.call_0_0);
+  assert.match(res.call_0_1, /git hooks directory .*first-file\/tools\/githooks/, res.call_0_1);
   assert.match(res.call_1_0, /rc1=1/, res.call_1_0);
   assert.match(res.call_2_0, /rc2=1/);
   assert.match(res.call_2_0, /rc3=1/);
   assert.match(res.call_2_1, /git hooks directory .*first-bash\/githooks/, res.call_2_1);
   assert.match(res.call_2_2, /^ok$/m);
   // The user's own commits in both repositories afterwards run nothing the agent wrote.
-  for (const name of ["first-file", "first-bash"]) {
+  for (const [name, hooks] of Object.entries(hooksOf)) {
     const lib = path.join(w.project, "vendor", name);
-    assert.equal(readFileSync(path.join(lib, "githooks", "pre-commit"), "utf8"), "#!/bin/sh\nexit 0\n");
+    assert.equal(readFileSync(path.join(lib, hooks, "pre-commit"), "utf8"), "#!/bin/sh\nexit 0\n");
     writeFileSync(path.join(lib, "c.txt"), "c\n");
     hostGit(lib, "add", "-A");
     assert.equal(hostGit(lib, "commit", "-qm", "user").status, 0);

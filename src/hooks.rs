@@ -8,6 +8,7 @@
 //! nothing a repository names: a system git, a minimal environment, `core.fsmonitor` off,
 //! and a time limit.
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -30,15 +31,21 @@ const GIT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The repository around `dir`: its git dir and worktree (`.git` directory or gitfile in
 /// `dir` or an ancestor). None outside any repository.
 pub fn enclosing_repo(dir: &Path) -> Option<(PathBuf, PathBuf)> {
-    for d in dir.ancestors() {
+    repo_within(dir, Path::new("/"))
+}
+
+/// The repository whose worktree holds `dir`, looking no higher than `top`: the nearest
+/// `.git` directory or gitfile (followed to its git dir) in `dir` or an ancestor below `top`.
+/// (git dir, worktree).
+pub fn repo_within(dir: &Path, top: &Path) -> Option<(PathBuf, PathBuf)> {
+    for d in dir.ancestors().take_while(|a| a.starts_with(top)) {
         let dot_git = d.join(".git");
         match std::fs::symlink_metadata(&dot_git) {
             Ok(m) if m.is_dir() => return Some((dot_git, d.to_path_buf())),
             Ok(m) if m.is_file() => {
-                let text = std::fs::read_to_string(&dot_git).ok()?;
-                let target = text.strip_prefix("gitdir:")?.trim();
-                let git_dir = d.join(target);
-                return Some((git_dir, d.to_path_buf()));
+                if let Some(git_dir) = crate::protected::gitfile_target(&dot_git) {
+                    return Some((git_dir, d.to_path_buf()));
+                }
             }
             _ => {}
         }
@@ -51,31 +58,46 @@ pub fn enclosing_repo(dir: &Path) -> Option<(PathBuf, PathBuf)> {
 /// husky layout (`<dir>/_` wrappers that run `<dir>/<hook>`). Empty when unset, or when no
 /// system git is there to ask (the table's `.git/hooks` still applies).
 pub fn hook_dirs(git_dir: &Path, worktree: &Path, home: &Path) -> Vec<HookDir> {
-    let config = core_config(git_dir, Some(worktree), home);
-    match config.hooks_path {
-        Some(value) => dirs_for(&value, git_dir, worktree, home),
-        None => vec![],
-    }
+    hook_dirs_in(git_dir, worktree, home).unwrap_or_default()
 }
 
-/// `hook_dirs` for a git dir found in the writable trees, whose worktree is not known: the
-/// parent of a `.git` directory, else `core.worktree` (a submodule's git dir), else the
-/// git dir itself (a bare repository, whose hooks run there).
-pub fn hook_dirs_of(git_dir: &Path, home: &Path) -> Vec<HookDir> {
+/// `hook_dirs`, or None when git could not say (no system git, a failure, the time limit).
+pub fn hook_dirs_in(git_dir: &Path, worktree: &Path, home: &Path) -> Option<Vec<HookDir>> {
+    let config = core_config(git_dir, Some(worktree), home)?;
+    Some(match config.hooks_path {
+        Some(value) => dirs_for(&value, git_dir, worktree, home),
+        None => vec![],
+    })
+}
+
+/// `hook_dirs` for a git dir found in the writable trees, whose worktree is not known:
+/// `core.worktree` when set (a submodule's git dir), else the parent of a `.git` directory,
+/// the worktree a linked worktree's admin dir links back to (its `gitdir` file), or the git
+/// dir itself for a bare repository. None when git could not say, or where a relative
+/// `core.hooksPath` would be relative to is not known: what is known is kept.
+pub fn hook_dirs_of(git_dir: &Path, home: &Path) -> Option<Vec<HookDir>> {
     let named_dot_git = git_dir.file_name().is_some_and(|n| n == ".git");
-    let worktree = if named_dot_git {
+    let linked = || {
+        let back = std::fs::read(git_dir.join("gitdir")).ok()?;
+        let gitfile = git_dir.join(std::ffi::OsStr::from_bytes(back.trim_ascii()));
+        gitfile.parent().map(Path::to_path_buf)
+    };
+    let default_worktree = if named_dot_git {
         git_dir.parent().map(Path::to_path_buf)
     } else {
-        None
+        linked()
     };
-    let config = core_config(git_dir, worktree.as_deref(), home);
+    let config = core_config(git_dir, None, home)?;
     let Some(value) = config.hooks_path else {
-        return vec![];
+        return Some(vec![]);
     };
-    let worktree = worktree
-        .or_else(|| config.worktree.map(|w| git_dir.join(w)))
-        .unwrap_or_else(|| git_dir.to_path_buf());
-    dirs_for(&value, git_dir, &worktree, home)
+    let worktree = match (config.worktree, default_worktree) {
+        (Some(w), _) => git_dir.join(w),
+        (None, Some(w)) => w,
+        (None, None) if config.bare => git_dir.to_path_buf(),
+        (None, None) => return None,
+    };
+    Some(dirs_for(&value, git_dir, &worktree, home))
 }
 
 /// The config files whose change can change a git dir's own `core.hooksPath`.
@@ -116,16 +138,15 @@ fn dirs_for(value: &str, git_dir: &Path, worktree: &Path, home: &Path) -> Vec<Ho
 struct CoreConfig {
     hooks_path: Option<String>,
     worktree: Option<String>,
+    bare: bool,
 }
 
-/// `core.hooksPath` and `core.worktree` as git reads them for the repository (every config
-/// level, includes), asked so that nothing the repository says can run code: git from a
-/// system directory, no inherited environment, a time limit. Nothing when no system git is
-/// there to ask, or it fails.
-fn core_config(git_dir: &Path, worktree: Option<&Path>, home: &Path) -> CoreConfig {
-    let Some(git) = detect::system_program("git") else {
-        return CoreConfig::default();
-    };
+/// `core.hooksPath`, `core.worktree` and `core.bare` as git reads them for the repository
+/// (every config level, includes), asked so that nothing the repository says can run code:
+/// git from a system directory, no inherited environment, a time limit. None when no system
+/// git is there to ask, or it fails or hangs.
+fn core_config(git_dir: &Path, worktree: Option<&Path>, home: &Path) -> Option<CoreConfig> {
+    let git = detect::system_program("git")?;
     let mut cmd = Command::new(git);
     cmd.env_clear()
         .env("HOME", home)
@@ -138,11 +159,13 @@ fn core_config(git_dir: &Path, worktree: Option<&Path>, home: &Path) -> CoreConf
     if let Some(w) = worktree {
         cmd.arg("--work-tree").arg(w);
     }
+    // -z: a value holding a newline cannot pass for another key.
     cmd.args([
         "config",
+        "-z",
         "--path",
         "--get-regexp",
-        r"^core\.(hookspath|worktree)$",
+        r"^core\.(hookspath|worktree|bare)$",
     ])
     .current_dir(worktree.unwrap_or(git_dir))
     .stdin(Stdio::null())
@@ -151,39 +174,32 @@ fn core_config(git_dir: &Path, worktree: Option<&Path>, home: &Path) -> CoreConf
     if let Some(xdg) = std::env::var_os("XDG_CONFIG_HOME") {
         cmd.env("XDG_CONFIG_HOME", xdg);
     }
-    let Ok(mut child) = cmd.spawn() else {
-        return CoreConfig::default();
-    };
+    let mut child = cmd.spawn().ok()?;
     // Waited for before reading (a hung git must not hang us): its few lines of output fit
     // in the pipe's buffer.
-    let status = detect::wait_or_kill(&mut child, GIT_TIMEOUT);
-    if !matches!(status, Ok(Some(s)) if s.success()) {
-        return CoreConfig::default();
+    let status = detect::wait_or_kill(&mut child, GIT_TIMEOUT).ok()??;
+    let mut out = Vec::new();
+    std::io::Read::read_to_end(&mut child.stdout.take()?, &mut out).ok()?;
+    match status.code() {
+        Some(0) => {}
+        // No key matched: none of them is set.
+        Some(1) if out.is_empty() => return Some(CoreConfig::default()),
+        _ => return None,
     }
-    let mut out = String::new();
-    let read = child
-        .stdout
-        .take()
-        .map(|mut o| std::io::Read::read_to_string(&mut o, &mut out));
-    if !matches!(read, Some(Ok(_))) {
-        return CoreConfig::default();
-    }
-    // The last value of each key wins, as git's own `--get` has it.
+    // Records of `key\nvalue\0`; the last value of each key wins, as git's own `--get` has it.
     let mut config = CoreConfig::default();
-    for line in out.lines() {
-        let Some((key, value)) = line.split_once(' ') else {
-            continue;
-        };
-        if value.is_empty() {
-            continue;
-        }
+    for record in out.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+        let text = String::from_utf8_lossy(record);
+        let (key, value) = text.split_once('\n').unwrap_or((&text, ""));
+        let value = (!value.is_empty()).then(|| value.to_string());
         match key {
-            "core.hookspath" => config.hooks_path = Some(value.to_string()),
-            "core.worktree" => config.worktree = Some(value.to_string()),
+            "core.hookspath" => config.hooks_path = value,
+            "core.worktree" => config.worktree = value,
+            "core.bare" => config.bare = value.as_deref() == Some("true"),
             _ => {}
         }
     }
-    config
+    Some(config)
 }
 
 #[cfg(test)]
@@ -230,9 +246,11 @@ mod tests {
         let nested = root.join("vendor/lib");
         std::fs::create_dir_all(&nested).unwrap();
         git(&nested, &["init", "-q"]);
-        assert!(hook_dirs_of(&nested.join(".git"), &root).is_empty());
+        assert!(hook_dirs_of(&nested.join(".git"), &root)
+            .unwrap()
+            .is_empty());
         git(&nested, &["config", "core.hooksPath", "githooks"]);
-        let dirs = hook_dirs_of(&nested.join(".git"), &root);
+        let dirs = hook_dirs_of(&nested.join(".git"), &root).unwrap();
         assert_eq!(dirs.len(), 1);
         assert_eq!(dirs[0].path, nested.join("githooks"));
         assert_eq!(dirs[0].git_dir, nested.join(".git"));
@@ -241,7 +259,10 @@ mod tests {
         std::fs::create_dir(&bare).unwrap();
         git(&bare, &["init", "-q", "--bare"]);
         git(&bare, &["config", "core.hooksPath", "myhooks"]);
-        assert_eq!(hook_dirs_of(&bare, &root)[0].path, bare.join("myhooks"));
+        assert_eq!(
+            hook_dirs_of(&bare, &root).unwrap()[0].path,
+            bare.join("myhooks")
+        );
         // a git dir elsewhere with core.worktree (a submodule's): relative to that worktree
         let module = root.join("modules/sub");
         let work = root.join("sub");
@@ -256,10 +277,55 @@ mod tests {
             git(&root, &["--git-dir", module_arg, "config", key, value]);
         }
         let dirs: Vec<PathBuf> = hook_dirs_of(&module, &root)
+            .unwrap()
             .into_iter()
             .map(|d| d.path)
             .collect();
         assert_eq!(dirs, [work.join(".husky/_"), work.join(".husky")]);
+    }
+
+    #[test]
+    fn a_linked_worktrees_admin_dir_resolves_against_that_worktree_and_unknowns_stay_unknown() {
+        let t = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        let main = root.join("main");
+        std::fs::create_dir(&main).unwrap();
+        git(&main, &["init", "-q"]);
+        git(
+            &main,
+            &[
+                "-c",
+                "user.email=a@b",
+                "-c",
+                "user.name=a",
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                "i",
+            ],
+        );
+        git(&main, &["worktree", "add", "-q", "../wt"]);
+        git(&main, &["config", "core.hooksPath", ".husky/_"]);
+        let admin = main.join(".git/worktrees/wt");
+        let dirs: Vec<PathBuf> = hook_dirs_of(&admin, &root)
+            .unwrap()
+            .into_iter()
+            .map(|d| d.path)
+            .collect();
+        assert_eq!(dirs, [root.join("wt/.husky/_"), root.join("wt/.husky")]);
+        // the repository around a path, through the linked worktree's gitfile
+        let (git_dir, worktree) = repo_within(&root.join("wt/src"), &root).unwrap();
+        assert_eq!((git_dir, worktree), (admin.clone(), root.join("wt")));
+        // no worktree to resolve against (not bare, no core.worktree, no back-link): unknown
+        let orphan = root.join("orphan.git");
+        std::fs::create_dir(&orphan).unwrap();
+        git(&orphan, &["init", "-q", "--bare"]);
+        git(&orphan, &["config", "core.bare", "false"]);
+        git(&orphan, &["config", "core.hooksPath", "h"]);
+        assert!(hook_dirs_of(&orphan, &root).is_none());
+        // no repository below the top looked from
+        assert!(repo_within(&root.join("wt/src"), &root.join("wt/src")).is_none());
     }
 
     #[test]

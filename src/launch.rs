@@ -226,7 +226,19 @@ fn executable_init() -> Option<&'static OwnedFd> {
         #[cfg(target_os = "linux")]
         {
             let bytes = init_program().ok()?;
-            sealed_memfd_with(bytes, true).ok()
+            let memfd = sealed_memfd_with(bytes, true).ok()?;
+            // Executed once here: a policy that refuses to run it (SELinux, fapolicyd) means
+            // the copy in /tmp instead, not a bash that never starts. Run without arguments
+            // it only says how to run it (status 126).
+            use std::os::fd::AsRawFd;
+            let probe = reopen(&memfd).ok()?;
+            let ran = std::process::Command::new(format!("/proc/self/fd/{}", probe.as_raw_fd()))
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .ok()?;
+            (ran.code() == Some(126)).then_some(memfd)
         }
         #[cfg(not(target_os = "linux"))]
         None
@@ -511,7 +523,8 @@ fn open_mount_source(path: &Path) -> Result<OwnedFd, LaunchError> {
 /// command: bash's own errors read `bash: ...` rather than naming the script, `$0` is
 /// `bash` and there are no positional parameters. The script file, unlike a `-c` argument,
 /// has no size limit.
-const RUN_SCRIPT: &str = r#"__pi_sandbox_command=$(< "$1") && shift && eval "unset __pi_sandbox_command; $__pi_sandbox_command""#;
+/// `builtin`: a function of the same name from the user's login profile is not run instead.
+const RUN_SCRIPT: &str = r#"__pi_sandbox_command=$(< "$1") && builtin shift && builtin eval "builtin unset __pi_sandbox_command; $__pi_sandbox_command""#;
 
 /// bash's argv for the shell command in the script at `script`.
 fn bash_argv(script: &Path) -> Vec<OsString> {

@@ -264,6 +264,9 @@ pub struct Session {
 struct Loaded {
     config: Config,
     guard: Guard,
+    /// The git dirs of the repositories around the session and its allowWrite roots, whose
+    /// hooks directories were looked up at load with their worktrees known.
+    load_time_repos: Vec<PathBuf>,
     env_policy: EnvPolicy,
     net_rules: gate::Rules,
 }
@@ -363,7 +366,9 @@ impl Session {
         if let Ok(loaded) = &self.state {
             if !loaded.config.allow_hooks_path.value {
                 for (git_dir, (_, dirs)) in self.repo_hooks.get_mut().iter() {
-                    loaded.guard.replace_hook_dirs_of(git_dir, dirs.clone());
+                    if !loaded.load_time_repos.contains(git_dir) {
+                        loaded.guard.replace_hook_dirs_of(git_dir, dirs.clone());
+                    }
                 }
             }
         }
@@ -437,8 +442,19 @@ impl Session {
         config.session_allow_write = self.session_writes.clone();
         let mut guard = Guard::new(&config, &self.options.env, approval)?;
         guard.set_env_read_grants(env_read_grants(granted));
+        let mut load_time_repos = Vec::new();
         if !config.allow_hooks_path.value {
-            guard.set_hook_dirs(hook_dirs_around(&guard));
+            let repos = repos_around(&guard);
+            let home = &self.options.env.home;
+            guard.set_hook_dirs(
+                repos
+                    .iter()
+                    .flat_map(|(git_dir, worktree)| {
+                        crate::hooks::hook_dirs(git_dir, worktree, home)
+                    })
+                    .collect(),
+            );
+            load_time_repos = repos.into_iter().map(|(git_dir, _)| git_dir).collect();
         }
         let names = process_env_names();
         let read_by_pi = environment::models_json_vars(
@@ -457,6 +473,7 @@ impl Session {
         Ok(Loaded {
             config,
             guard,
+            load_time_repos,
             env_policy,
             net_rules,
         })
@@ -641,31 +658,42 @@ impl Session {
         }
     }
 
-    /// Brings the guard's hooks directories up to date for the repositories with git dirs
-    /// `git_dirs`: each one not met yet, or whose config files changed, is asked of git. True
-    /// when the guard's set changed (the index then rebuilds before it answers again).
-    fn update_hook_dirs<'a>(
+    /// Brings the guard's hooks directories up to date for `repos` (git dir, and worktree when
+    /// known): each one not met yet, or whose config files changed, is asked of git. The
+    /// repositories looked up at load keep what they got then; an answer git could not give
+    /// leaves what is known and is asked again next time. True when the guard's set changed
+    /// (the index then rebuilds before it answers again).
+    fn update_hook_dirs(
         &self,
         guard: &Guard,
-        git_dirs: impl Iterator<Item = &'a Path>,
+        repos: impl Iterator<Item = (PathBuf, Option<PathBuf>)>,
     ) -> bool {
-        if self
-            .state
-            .as_ref()
-            .map_or(true, |l| l.config.allow_hooks_path.value)
-        {
+        let Ok(loaded) = &self.state else {
+            return false;
+        };
+        if loaded.config.allow_hooks_path.value {
             return false;
         }
         let mut known = self.repo_hooks.borrow_mut();
         let mut changed = false;
-        for git_dir in git_dirs {
-            let stamp = stamp_of(&crate::hooks::config_files(git_dir));
-            if known.get(git_dir).is_some_and(|(s, _)| *s == stamp) {
+        for (git_dir, worktree) in repos {
+            if loaded.load_time_repos.contains(&git_dir) {
                 continue;
             }
-            let dirs = crate::hooks::hook_dirs_of(git_dir, &self.options.env.home);
-            changed |= guard.replace_hook_dirs_of(git_dir, dirs.clone());
-            known.insert(git_dir.to_path_buf(), (stamp, dirs));
+            let stamp = stamp_of(&crate::hooks::config_files(&git_dir));
+            if known.get(&git_dir).is_some_and(|(s, _)| *s == stamp) {
+                continue;
+            }
+            let home = &self.options.env.home;
+            let dirs = match &worktree {
+                Some(w) => crate::hooks::hook_dirs_in(&git_dir, w, home),
+                None => crate::hooks::hook_dirs_of(&git_dir, home),
+            };
+            let Some(dirs) = dirs else {
+                continue;
+            };
+            changed |= guard.replace_hook_dirs_of(&git_dir, dirs.clone());
+            known.insert(git_dir, (stamp, dirs));
         }
         if changed {
             if let Some(index) = &self.index {
@@ -675,32 +703,28 @@ impl Session {
         changed
     }
 
+    /// The git dirs of `scan`, for `update_hook_dirs`.
+    fn scanned_repos(scan: &Scan) -> impl Iterator<Item = (PathBuf, Option<PathBuf>)> + '_ {
+        scan.git_dirs.iter().map(|g| (g.clone(), None))
+    }
+
     /// For a write the guard would allow: the hooks directory of the repository the path
-    /// lies in, if git was not asked yet (a nested repository's `core.hooksPath`). True when
-    /// that changed the guard, so the write must be judged again.
+    /// lies in (a `.git` directory or gitfile between it and its writable tree's root), if
+    /// git was not asked yet. True when that changed the guard, so the write must be judged
+    /// again.
     fn learn_hooks_around(&self, guard: &Guard, d: &Decision) -> bool {
         if d.op != Op::Write || d.verdict == Verdict::Deny {
             return false;
         }
-        // Only repositories inside the writable trees: the one around the session was
-        // looked up at load.
-        let Some(root) = guard.writable_root(&d.path) else {
+        let (Some(root), Some(dir)) = (guard.writable_root(&d.path), d.path.parent()) else {
             return false;
         };
-        let git_dir = self.with_git_dirs(|known| {
-            let mut inside = d
-                .path
-                .ancestors()
-                .skip(1)
-                .take_while(|a| a.starts_with(root));
-            inside.find_map(|dir| {
-                let g = dir.join(".git");
-                known(&g)
-                    .unwrap_or_else(|| crate::protected::is_git_dir_on_disk(&g))
-                    .then_some(g)
-            })
-        });
-        git_dir.is_some_and(|g| self.update_hook_dirs(guard, std::iter::once(g.as_path())))
+        match crate::hooks::repo_within(dir, root) {
+            Some((git_dir, worktree)) => {
+                self.update_hook_dirs(guard, std::iter::once((git_dir, Some(worktree))))
+            }
+            None => false,
+        }
     }
 
     pub fn check(&self, op: Op, path: &Path) -> Decision {
@@ -885,7 +909,7 @@ impl Session {
         }
         // The baseline of the audit after the command, whichever OS layer runs it.
         let mut scan = self.scan(guard);
-        if self.update_hook_dirs(guard, scan.git_dirs.iter().map(PathBuf::as_path)) {
+        if self.update_hook_dirs(guard, Self::scanned_repos(&scan)) {
             // A repository whose hooks directory was not known: what lies there is protected
             // from this command on (the index rebuilds under the new judgement).
             scan = self.scan(guard);
@@ -1019,6 +1043,11 @@ impl Session {
                 ));
                 break;
             }
+            now = self.scan(guard);
+        }
+        // A hooks directory the command made git look at (a submodule's `core.worktree`
+        // changed, say): what it put there is judged as a hook.
+        if self.update_hook_dirs(guard, Self::scanned_repos(&now)) {
             now = self.scan(guard);
         }
         let rest = auditor.after(&now);
@@ -1608,9 +1637,9 @@ fn add_list_entry(
     crate::config_edit::replace_file(file, &new).map_err(|e| e.to_string())
 }
 
-/// The hooks directories (`core.hooksPath`) of the repositories the session works in: the
-/// one around its directory and around each allowWrite root.
-fn hook_dirs_around(guard: &Guard) -> Vec<HookDir> {
+/// The repositories the session works in, as (git dir, worktree): the one around its
+/// directory and around each allowWrite root.
+fn repos_around(guard: &Guard) -> Vec<(PathBuf, PathBuf)> {
     let env = guard.env();
     let mut repos = Vec::new();
     for dir in std::iter::once(env.cwd.as_path()).chain(guard.allow_write_paths()) {
@@ -1621,9 +1650,6 @@ fn hook_dirs_around(guard: &Guard) -> Vec<HookDir> {
         }
     }
     repos
-        .iter()
-        .flat_map(|(git_dir, worktree)| crate::hooks::hook_dirs(git_dir, worktree, &env.home))
-        .collect()
 }
 
 fn show_list(v: &[String]) -> String {
