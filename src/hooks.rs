@@ -130,7 +130,34 @@ fn dirs_for(value: &str, git_dir: &Path, worktree: &Path, home: &Path) -> Vec<Ho
             });
         }
     }
+    // Not there yet, two or more levels missing (`tools/hooks` without `tools`): a `tools`
+    // made as a link would take git elsewhere, where no rule names the hooks. The first
+    // missing directory is protected whole until it exists.
+    let missing = first_missing_ancestor(&path).filter(|m| out.iter().all(|h| h.path != *m));
+    if let Some(first_missing) = missing {
+        out.push(HookDir {
+            path: first_missing,
+            git_dir: git_dir.to_path_buf(),
+            why: format!("the missing directory on the way to core.hooksPath = {value}"),
+        });
+    }
     out
+}
+
+/// The topmost missing directory on the way to `path`, when more than `path` itself is
+/// missing.
+fn first_missing_ancestor(path: &Path) -> Option<PathBuf> {
+    if std::fs::symlink_metadata(path).is_ok() {
+        return None;
+    }
+    let mut missing = path;
+    for a in path.ancestors().skip(1) {
+        if std::fs::symlink_metadata(a).is_ok() {
+            break;
+        }
+        missing = a;
+    }
+    (missing != path).then(|| missing.to_path_buf())
 }
 
 /// What git's config says of a repository's hooks and worktree.
@@ -326,6 +353,26 @@ mod tests {
         assert!(hook_dirs_of(&orphan, &root).is_none());
         // no repository below the top looked from
         assert!(repo_within(&root.join("wt/src"), &root.join("wt/src")).is_none());
+    }
+
+    #[test]
+    fn a_hooks_path_missing_two_levels_down_protects_the_first_missing_directory() {
+        let t = tempfile::tempdir().unwrap();
+        let repo = std::fs::canonicalize(t.path()).unwrap();
+        git(&repo, &["init", "-q"]);
+        git(&repo, &["config", "core.hooksPath", "tools/hooks"]);
+        let dirs: Vec<PathBuf> = hook_dirs(&repo.join(".git"), &repo, &repo)
+            .into_iter()
+            .map(|d| d.path)
+            .collect();
+        assert_eq!(dirs, [repo.join("tools/hooks"), repo.join("tools")]);
+        // one level missing: the hooks directory itself covers it
+        std::fs::create_dir(repo.join("tools")).unwrap();
+        let dirs: Vec<PathBuf> = hook_dirs(&repo.join(".git"), &repo, &repo)
+            .into_iter()
+            .map(|d| d.path)
+            .collect();
+        assert_eq!(dirs, [repo.join("tools/hooks")]);
     }
 
     #[test]
