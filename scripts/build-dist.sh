@@ -66,12 +66,17 @@ case "$target" in
     # What the package promises: an addon that loads on glibc 2.17 and an init with no
     # dynamic dependencies at all.
     addon="$out/pi-sandbox.$platform.node"
-    newest=$(objdump -T "$addon" | grep -o 'GLIBC_[0-9.]*' | sort -Vu | tail -n1)
+    # Outputs captured first: with pipefail, a grep that stops early or finds nothing must
+    # not pass for a result.
+    symbols=$(objdump -T "$addon") || { echo "build-dist: objdump cannot read $addon" >&2; exit 1; }
+    newest=$(printf '%s\n' "$symbols" | grep -o 'GLIBC_[0-9.]*' | sort -Vu | tail -n1 || true)
+    [ -n "$newest" ] || { echo "build-dist: $addon names no glibc version" >&2; exit 1; }
     if [ "$(printf '%s\nGLIBC_2.17\n' "$newest" | sort -V | tail -n1)" != "GLIBC_2.17" ]; then
       echo "build-dist: $addon needs $newest, newer than glibc 2.17: was napi-rs's cross toolchain used?" >&2
       exit 1
     fi
-    if objdump -p "$out/pi-sandbox-init" | grep -q NEEDED; then
+    headers=$(objdump -p "$out/pi-sandbox-init") || { echo "build-dist: objdump cannot read $out/pi-sandbox-init" >&2; exit 1; }
+    if grep -q NEEDED <<<"$headers"; then
       echo "build-dist: $out/pi-sandbox-init is not static" >&2
       exit 1
     fi
