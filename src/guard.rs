@@ -862,12 +862,12 @@ impl Guard {
             .clone()
     }
 
-    /// The allowWrite entry containing `path`, if any.
     /// The allowWrite directory `path` lies in, if any.
     pub fn writable_root(&self, path: &Path) -> Option<&Path> {
         self.allow_write_root(path).map(|d| d.path.as_path())
     }
 
+    /// The allowWrite entry containing `path`, if any.
     fn allow_write_root(&self, path: &Path) -> Option<&DirRule> {
         self.allow_write
             .iter()

@@ -233,6 +233,10 @@ fn core_config(git_dir: &Path, worktree: Option<&Path>, home: &Path) -> Option<C
 mod tests {
     use super::*;
 
+    fn paths(dirs: Vec<HookDir>) -> Vec<PathBuf> {
+        dirs.into_iter().map(|d| d.path).collect()
+    }
+
     fn git(dir: &Path, args: &[&str]) {
         let ok = Command::new("git")
             .args(args)
@@ -258,10 +262,7 @@ mod tests {
             (git_dir.clone(), worktree.clone()),
             (repo.join(".git"), repo.clone())
         );
-        let dirs: Vec<PathBuf> = hook_dirs(&git_dir, &worktree, &repo)
-            .into_iter()
-            .map(|d| d.path)
-            .collect();
+        let dirs = paths(hook_dirs(&git_dir, &worktree, &repo));
         assert_eq!(dirs, [repo.join(".husky/_"), repo.join(".husky")]);
     }
 
@@ -303,11 +304,7 @@ mod tests {
         ] {
             git(&root, &["--git-dir", module_arg, "config", key, value]);
         }
-        let dirs: Vec<PathBuf> = hook_dirs_of(&module, &root)
-            .unwrap()
-            .into_iter()
-            .map(|d| d.path)
-            .collect();
+        let dirs = paths(hook_dirs_of(&module, &root).unwrap());
         assert_eq!(dirs, [work.join(".husky/_"), work.join(".husky")]);
     }
 
@@ -335,11 +332,7 @@ mod tests {
         git(&main, &["worktree", "add", "-q", "../wt"]);
         git(&main, &["config", "core.hooksPath", ".husky/_"]);
         let admin = main.join(".git/worktrees/wt");
-        let dirs: Vec<PathBuf> = hook_dirs_of(&admin, &root)
-            .unwrap()
-            .into_iter()
-            .map(|d| d.path)
-            .collect();
+        let dirs = paths(hook_dirs_of(&admin, &root).unwrap());
         assert_eq!(dirs, [root.join("wt/.husky/_"), root.join("wt/.husky")]);
         // the repository around a path, through the linked worktree's gitfile
         let (git_dir, worktree) = repo_within(&root.join("wt/src"), &root).unwrap();
@@ -361,17 +354,11 @@ mod tests {
         let repo = std::fs::canonicalize(t.path()).unwrap();
         git(&repo, &["init", "-q"]);
         git(&repo, &["config", "core.hooksPath", "tools/hooks"]);
-        let dirs: Vec<PathBuf> = hook_dirs(&repo.join(".git"), &repo, &repo)
-            .into_iter()
-            .map(|d| d.path)
-            .collect();
+        let dirs = paths(hook_dirs(&repo.join(".git"), &repo, &repo));
         assert_eq!(dirs, [repo.join("tools/hooks"), repo.join("tools")]);
         // one level missing: the hooks directory itself covers it
         std::fs::create_dir(repo.join("tools")).unwrap();
-        let dirs: Vec<PathBuf> = hook_dirs(&repo.join(".git"), &repo, &repo)
-            .into_iter()
-            .map(|d| d.path)
-            .collect();
+        let dirs = paths(hook_dirs(&repo.join(".git"), &repo, &repo));
         assert_eq!(dirs, [repo.join("tools/hooks")]);
     }
 

@@ -264,12 +264,11 @@ fn shared_file(
 ) -> Result<OwnedFd, LaunchError> {
     #[cfg(target_os = "linux")]
     {
-        use std::os::fd::AsRawFd;
         let sealed = cell
             .get_or_try_init(|| items.iter().map(|b| sealed_memfd(b)).collect())
             .map_err(script_error(dir))?;
-        if let Ok(f) = File::open(format!("/proc/self/fd/{}", sealed[i].as_raw_fd())) {
-            return Ok(f.into());
+        if let Ok(f) = reopen(&sealed[i]) {
+            return Ok(f);
         }
         // No /proc here: a copy of its own.
     }

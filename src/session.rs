@@ -703,9 +703,31 @@ impl Session {
         changed
     }
 
-    /// The git dirs of `scan`, for `update_hook_dirs`.
-    fn scanned_repos(scan: &Scan) -> impl Iterator<Item = (PathBuf, Option<PathBuf>)> + '_ {
-        scan.git_dirs.iter().map(|g| (g.clone(), None))
+    /// `scan`, or a new one when its git dirs taught the guard a hooks directory (the index
+    /// rebuilds under the new judgement).
+    fn with_hooks_of(&self, guard: &Guard, scan: Scan) -> Scan {
+        let repos = scan.git_dirs.iter().map(|g| (g.clone(), None));
+        if self.update_hook_dirs(guard, repos) {
+            self.scan(guard)
+        } else {
+            scan
+        }
+    }
+
+    /// `judge()`, and again when the write it decided (`decision`) taught the guard the
+    /// hooks directory of the repository it lies in.
+    fn judged_with_hooks<T>(
+        &self,
+        guard: &Guard,
+        judge: impl Fn() -> T,
+        decision: impl Fn(&T) -> Option<&Decision>,
+    ) -> T {
+        let first = judge();
+        if decision(&first).is_some_and(|d| self.learn_hooks_around(guard, d)) {
+            judge()
+        } else {
+            first
+        }
     }
 
     /// For a write the guard would allow: the hooks directory of the repository the path
@@ -733,14 +755,11 @@ impl Session {
                 // Which directories are git dirs is a write's question: the index answers
                 // where it knows.
                 let d = match op {
-                    Op::Write => {
-                        let d = self.with_git_dirs(|known| g.check_with(op, path, known));
-                        if self.learn_hooks_around(g, &d) {
-                            self.with_git_dirs(|known| g.check_with(op, path, known))
-                        } else {
-                            d
-                        }
-                    }
+                    Op::Write => self.judged_with_hooks(
+                        g,
+                        || self.with_git_dirs(|known| g.check_with(op, path, known)),
+                        |d| Some(d),
+                    ),
                     Op::Read => g.check(op, path),
                 };
                 self.second_name_check(g, d)
@@ -752,11 +771,11 @@ impl Session {
     pub fn explain(&self, op: Op, path: &Path) -> (Decision, Vec<Step>) {
         match self.guard() {
             Some(g) => {
-                let explained = || self.with_git_dirs(|known| g.explain_with(op, path, known));
-                let (mut d, mut steps) = explained();
-                if self.learn_hooks_around(g, &d) {
-                    (d, steps) = explained();
-                }
+                let (d, mut steps) = self.judged_with_hooks(
+                    g,
+                    || self.with_git_dirs(|known| g.explain_with(op, path, known)),
+                    |(d, _)| Some(d),
+                );
                 let checked = self.second_name_check(g, d.clone());
                 if checked != d {
                     steps.push(Step {
@@ -778,16 +797,15 @@ impl Session {
         match self.guard() {
             Some(g) => {
                 let home = &self.options.env.home;
-                let checked_now = || {
-                    self.with_git_dirs(|known| tools::check_tool_with(g, tool, input, home, known))
-                };
-                let mut checked = checked_now();
-                if checked
-                    .as_ref()
-                    .is_some_and(|c| self.learn_hooks_around(g, &c.decision))
-                {
-                    checked = checked_now();
-                }
+                let checked = self.judged_with_hooks(
+                    g,
+                    || {
+                        self.with_git_dirs(|known| {
+                            tools::check_tool_with(g, tool, input, home, known)
+                        })
+                    },
+                    |c| c.as_ref().map(|c| &c.decision),
+                );
                 checked.map(|mut c| {
                     c.decision = self.second_name_check(g, c.decision);
                     self.log_denied(tool, &c.decision);
@@ -908,12 +926,9 @@ impl Session {
             return Prepared::Denied(blocked_reason(&blocking));
         }
         // The baseline of the audit after the command, whichever OS layer runs it.
-        let mut scan = self.scan(guard);
-        if self.update_hook_dirs(guard, Self::scanned_repos(&scan)) {
-            // A repository whose hooks directory was not known: what lies there is protected
-            // from this command on (the index rebuilds under the new judgement).
-            scan = self.scan(guard);
-        }
+        // A repository whose hooks directory was not known: what lies there is protected
+        // from this command on.
+        let mut scan = self.with_hooks_of(guard, self.scan(guard));
         scan.hidden_env_files = crate::platform::mounts::env_files_around(guard);
         auditor.baseline(&scan);
         self.remember(&scan);
@@ -1047,9 +1062,7 @@ impl Session {
         }
         // A hooks directory the command made git look at (a submodule's `core.worktree`
         // changed, say): what it put there is judged as a hook.
-        if self.update_hook_dirs(guard, Self::scanned_repos(&now)) {
-            now = self.scan(guard);
-        }
+        let now = self.with_hooks_of(guard, now);
         let rest = auditor.after(&now);
         let moved = rest.iter().any(|f| f.moved_to.is_some());
         findings.extend(rest);
