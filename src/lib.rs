@@ -33,7 +33,7 @@ mod dts_tests;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{AsyncTask, Buffer, Task};
+use napi::bindgen_prelude::{AsyncTask, Buffer, BufferSlice, Task};
 use napi::Error;
 use napi_derive::napi;
 use serde_json::Value;
@@ -738,8 +738,14 @@ pub struct RedactStream {
 impl RedactStream {
     /// The part of `chunk` (with what was held back before) that can be shown now.
     #[napi(catch_unwind)]
-    pub fn push(&mut self, chunk: Buffer) -> Buffer {
-        Buffer::from(self.inner.push(chunk.as_ref()))
+    pub fn push<'env>(
+        &mut self,
+        env: &'env napi::Env,
+        chunk: BufferSlice<'env>,
+    ) -> napi::Result<BufferSlice<'env>> {
+        // Copied into memory the JS engine owns: cheaper than a new Rust allocation handed
+        // over with a finaliser for every chunk.
+        BufferSlice::copy_from(env, self.inner.push(&chunk))
     }
 
     /// What was held back, at the end of the stream.

@@ -244,51 +244,71 @@ impl Redactor {
 }
 
 /// Redaction of one output stream that arrives in chunks.
+///
+/// Its buffers are kept from one chunk to the next: output arrives in chunks of the same
+/// size, and fresh memory for each (page faults, a new JS buffer's finaliser) cost more than
+/// the search itself.
 #[derive(Debug)]
 pub struct RedactStream {
     redactor: Arc<Redactor>,
-    /// Bytes not yet passed on: the tail of the last chunk that a secret could still begin in.
-    held: Vec<u8>,
+    /// What was held back of the last chunk (a secret could still begin in it), then this
+    /// chunk: `buf[..passed]` is what the last `push` passed on.
+    buf: Vec<u8>,
+    passed: usize,
+    /// The redacted output, when a chunk had something to hide.
+    out: Vec<u8>,
 }
+
+/// Past this, a stream's buffers are given back after a large chunk.
+const KEPT_CAPACITY: usize = 4 << 20;
 
 impl RedactStream {
     pub fn new(redactor: Arc<Redactor>) -> RedactStream {
         RedactStream {
             redactor,
-            held: Vec::new(),
+            buf: Vec::new(),
+            passed: 0,
+            out: Vec::new(),
         }
     }
 
-    /// What of `chunk` (after what was held back) can be passed on now, redacted.
-    pub fn push(&mut self, chunk: &[u8]) -> Vec<u8> {
+    /// What of `chunk` (after what was held back before) can be passed on now, redacted.
+    /// Valid until the next call.
+    pub fn push<'a>(&'a mut self, chunk: &'a [u8]) -> &'a [u8] {
+        self.buf.drain(..self.passed);
+        self.passed = 0;
+        self.buf.shrink_to(KEPT_CAPACITY);
+        self.out.shrink_to(KEPT_CAPACITY);
         let Some(matcher) = &self.redactor.matcher else {
-            return chunk.to_vec();
+            return chunk;
         };
-        let mut buf = std::mem::take(&mut self.held);
-        buf.extend_from_slice(chunk);
+        self.buf.extend_from_slice(chunk);
         // A match that starts before `safe` lies wholly inside `buf` (no secret is longer
         // than `longest`), so nothing after it can change it; one that starts later might
         // be the beginning of a longer secret, and waits.
-        let safe = buf.len().saturating_sub(self.redactor.longest - 1);
-        let mut matches = matcher.find(&buf);
+        let safe = self.buf.len().saturating_sub(self.redactor.longest - 1);
+        let mut matches = matcher.find(&self.buf);
         matches.retain(|m| m.0 < safe);
         if matches.is_empty() {
             // The common case: nothing to hide, and the buffer itself is passed on.
-            self.held = buf.split_off(safe);
-            return buf;
+            self.passed = safe;
+            return &self.buf[..safe];
         }
-        let mut out = Vec::with_capacity(buf.len());
-        let pos = self.redactor.replace_into(&mut out, &buf, &matches);
-        let passed = pos.max(safe);
-        out.extend_from_slice(&buf[pos..passed]);
-        buf.drain(..passed);
-        self.held = buf;
-        out
+        self.out.clear();
+        let pos = self
+            .redactor
+            .replace_into(&mut self.out, &self.buf, &matches);
+        self.passed = pos.max(safe);
+        self.out.extend_from_slice(&self.buf[pos..self.passed]);
+        &self.out
     }
 
     /// The rest, at the end of the stream.
     pub fn finish(&mut self) -> Vec<u8> {
-        let held = std::mem::take(&mut self.held);
+        let held = self.buf.split_off(self.passed);
+        self.buf = Vec::new();
+        self.out = Vec::new();
+        self.passed = 0;
         self.redactor.redact(&held).into_owned()
     }
 }
