@@ -66,7 +66,7 @@ test("explain returns every rule consulted", (t) => {
   assert.equal(e.decision.rule, "outside allowWrite");
   assert.deepEqual(
     e.steps.map((s) => s.rule),
-    ["enabled = true", "mode read-write", "pi control surface", "git hooks directory (core.hooksPath)", "denyRead (writes into hidden paths)", "denyWrite", "allowWrite"],
+    ["enabled = true", "mode read-write", "pi control surface", "git hooks directory (core.hooksPath) or included git config", "denyRead (writes into hidden paths)", "denyWrite", "allowWrite"],
   );
   assert.equal(e.steps.at(-1).matched, false);
 });

@@ -421,6 +421,100 @@ test("hooks of nested repositories: a vendored repository's core.hooksPath is pr
   assert.equal(existsSync(marker), false, "an agent-written hook ran on the host");
 });
 
+test("a hard link made earlier to a nested repository's hook or included config is no way around their protection", async (t) => {
+  const w = makeWorld("esc-nested-links");
+  t.after(w.cleanup);
+  userRepo(w.project);
+  const marker = path.join(w.root, "host-ran");
+  const lib = path.join(w.project, "vendor", "lib");
+  userRepo(lib);
+  mkdirSync(path.join(lib, "githooks"));
+  writeFileSync(path.join(lib, "githooks", "pre-commit"), "#!/bin/sh\nexit 0\n");
+  chmodSync(path.join(lib, "githooks", "pre-commit"), 0o755);
+  hostGit(lib, "config", "core.hooksPath", "githooks");
+  writeFileSync(path.join(lib, "lib.cfg"), "[user]\n\tname = lib\n");
+  hostGit(lib, "config", "include.path", "../lib.cfg");
+  // Second names the user made before pi started, elsewhere in the project.
+  mkdirSync(path.join(w.project, "scripts"));
+  linkSync(path.join(lib, "githooks", "pre-commit"), path.join(w.project, "scripts", "pre-commit"));
+  linkSync(path.join(lib, "lib.cfg"), path.join(w.project, "scripts", "lib.cfg"));
+  const r = await runPi({
+    world: w,
+    script: [
+      [call("bash", { command: `echo 'echo ran >> ${marker}' >> scripts/pre-commit; echo rc1=$?; printf '[core]\\n\\tfsmonitor = "echo ran >> ${marker}; false"\\n' >> scripts/lib.cfg; echo rc2=$?` })],
+      [
+        call("write", { path: "scripts/pre-commit", content: evil(marker) }),
+        call("edit", { path: "scripts/lib.cfg", edits: [{ oldText: "name = lib", newText: `name = lib\n\tfsmonitor = "echo ran >> ${marker}; false"` }] }),
+      ],
+    ],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const res = byId(r.results);
+  assert.match(res.call_0_0, /rc1=1/, res.call_0_0);
+  assert.match(res.call_0_0, /rc2=1/, res.call_0_0);
+  assert.match(res.call_1_0, /hard link|git hooks directory/, res.call_1_0);
+  assert.match(res.call_1_1, /hard link|git config file/, res.call_1_1);
+  assert.equal(readFileSync(path.join(lib, "githooks", "pre-commit"), "utf8"), "#!/bin/sh\nexit 0\n");
+  writeFileSync(path.join(lib, "c.txt"), "c\n");
+  hostGit(lib, "add", "-A");
+  assert.equal(hostGit(lib, "commit", "-qm", "user").status, 0);
+  assert.equal(existsSync(marker), false, "an agent-written hook or config ran on the host");
+});
+
+test("config files a repository includes are protected like .git/config: a shared .gitconfig, a conditional include, a nested repository's", async (t) => {
+  const w = makeWorld("esc-git-includes");
+  t.after(w.cleanup);
+  userRepo(w.project);
+  const marker = path.join(w.root, "host-ran");
+  // What the agent would plant: git runs core.fsmonitor at the user's next `git status`.
+  const payload = `[core]\n\tfsmonitor = "echo ran >> ${marker}; false"\n`;
+  // The payload is live: included by a repository outside the test's world, it runs.
+  const control = path.join(w.root, "control");
+  userRepo(control);
+  writeFileSync(path.join(w.root, "control.cfg"), payload.replace(marker, `${marker}-control`));
+  hostGit(control, "config", "include.path", "../../control.cfg");
+  hostGit(control, "status");
+  assert.ok(existsSync(`${marker}-control`), "the payload does not run: the test proves nothing");
+  // The project shares its config in the worktree, and includes another on a release branch
+  // (in a directory that does not exist yet).
+  writeFileSync(path.join(w.project, ".gitconfig"), "[user]\n\tname = team\n");
+  hostGit(w.project, "config", "include.path", "../.gitconfig");
+  hostGit(w.project, "config", "includeIf.onbranch:release.path", "../conf/release.cfg");
+  // A vendored repository including its own, which bash meets first.
+  const lib = path.join(w.project, "vendor", "lib");
+  userRepo(lib);
+  writeFileSync(path.join(lib, "lib.cfg"), "[user]\n\tname = lib\n");
+  hostGit(lib, "config", "include.path", "../lib.cfg");
+  const r = await runPi({
+    world: w,
+    script: [
+      [call("bash", { command: `printf '${payload.replace(/\n/g, "\\n").replace(/\t/g, "\\t")}' >> vendor/lib/lib.cfg; echo rc1=$?` })],
+      [
+        call("write", { path: ".gitconfig", content: payload }),
+        call("bash", { command: `printf '${payload.replace(/\n/g, "\\n").replace(/\t/g, "\\t")}' >> .gitconfig; echo rc2=$?` }),
+        call("bash", { command: `mkdir -p conf && printf '${payload.replace(/\n/g, "\\n").replace(/\t/g, "\\t")}' > conf/release.cfg && echo made` }),
+        call("edit", { path: "vendor/lib/lib.cfg", edits: [{ oldText: "name = lib", newText: "name = lib\n\tfsmonitor = x" }] }),
+        // the real work around them goes on
+        call("bash", { command: "git status --short >/dev/null && echo ok > notes.txt && cat notes.txt" }),
+      ],
+    ],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const res = byId(r.results);
+  assert.match(res.call_0_0, /rc1=1/, res.call_0_0);
+  assert.match(res.call_1_0, /\/\.gitconfig is a git config file of the repository .*, included by .*\.git\/config \(include\.path = \.\.\/\.gitconfig\)/, res.call_1_0);
+  assert.match(res.call_1_1, /rc2=1/, res.call_1_1);
+  assert.match(res.call_1_2, /conf was created or changed by the command and moved to /, res.call_1_2);
+  assert.match(res.call_1_3, /vendor\/lib\/lib\.cfg is a git config file/, res.call_1_3);
+  assert.match(res.call_1_4, /^ok$/m);
+  assert.equal(existsSync(path.join(w.project, "conf")), false);
+  // The user's own git afterwards, on the release branch too, runs nothing the agent wrote.
+  for (const dir of [w.project, lib]) assert.equal(hostGit(dir, "status").status, 0);
+  assert.equal(hostGit(w.project, "checkout", "-q", "-b", "release").status, 0);
+  hostGit(w.project, "status");
+  assert.equal(existsSync(marker), false, "an agent-written git config ran a command on the host");
+});
+
 test("a program planted in a PATH directory the agent can write never runs on the host: pi's rg is the system's", async (t) => {
   const w = makeWorld("esc-path");
   t.after(w.cleanup);

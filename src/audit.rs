@@ -25,6 +25,7 @@ fn baseline_time() -> Option<SystemTime> {
 }
 
 use crate::guard::Protection;
+use crate::hooks::GitPathKind;
 use crate::platform::mounts::{Found, Scan, LINK_TARGET_MISSING};
 use crate::protected::{Keep, OnChange, Place};
 
@@ -401,13 +402,15 @@ fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
                 restore,
             ))
         }
-        // git runs what is there at the user's next commit.
-        Protection::HookDir(label) => {
-            return Some(quarantine(
-                path,
-                &format!("it is in the {label}; git would run it on the host"),
-                restore,
-            ))
+        // git runs what is there at the user's next commit, or reads it as config.
+        Protection::GitPath { label, kind } => {
+            let why = match kind {
+                GitPathKind::Hooks => format!("it is in the {label}; git would run it on the host"),
+                GitPathKind::Config => format!(
+                    "it is the {label}; git would read it on the host, where its keys can run commands"
+                ),
+            };
+            return Some(quarantine(path, &why, restore));
         }
         // What a protected link pointed to while it did not exist, created by the command:
         // pi or git load it through the link.

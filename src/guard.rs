@@ -11,7 +11,7 @@ use std::sync::{Arc, RwLock};
 use globset::{Glob, GlobBuilder};
 
 use crate::config::{Config, Env, Mode, Source, Sourced};
-use crate::hooks::HookDir;
+use crate::hooks::{GitPath, GitPathKind};
 use crate::paths::{self, PathError};
 use crate::protected::{self, Anchors, Hit};
 use crate::rules::{Rule, RuleSet, RuleSetBuilder};
@@ -212,7 +212,7 @@ pub struct Guard {
     /// the repositories around the session, added to as the session meets nested ones.
     /// Shared by every clone of this guard (the index's too), so that all judge new paths
     /// alike.
-    hook_dirs: Arc<RwLock<Vec<HookDir>>>,
+    git_paths: Arc<RwLock<Vec<GitPath>>>,
     /// Env files the user allowed reading (canonical path, how it was granted).
     env_read_grants: Arc<[(PathBuf, String)]>,
 }
@@ -364,7 +364,7 @@ impl Guard {
             git_dirs_around_allow_write,
             deny_read_paths: deny_read_paths.into(),
             deny_write_globs: deny_write_globs.into(),
-            hook_dirs: Default::default(),
+            git_paths: Default::default(),
             env_read_grants: Arc::from(Vec::new()),
             enabled: config.enabled.clone(),
             mode: config.mode.clone(),
@@ -669,23 +669,32 @@ impl Guard {
                 ),
             );
         }
-        let hooks = self.hook_dir(path);
+        let git_path = self.git_path(path);
         steps.push(|| Step {
-            rule: "git hooks directory (core.hooksPath)".into(),
+            rule: "git hooks directory (core.hooksPath) or included git config".into(),
             source: Source::Mandatory.to_string(),
-            matched: hooks.is_some(),
+            matched: git_path.is_some(),
         });
-        if let Some(h) = hooks {
+        if let Some(g) = git_path {
+            let reason = match g.kind {
+                GitPathKind::Hooks => format!(
+                    "Blocked write to {shown}: it lies in the git hooks directory {} ({}, for {}); the user's next git command would run what is written there. Edit the hooks yourself outside pi if the change is wanted, or set filesystem.allowHooksPath.",
+                    g.path.display(),
+                    g.why,
+                    g.git_dir.display()
+                ),
+                GitPathKind::Config => format!(
+                    "Blocked write to {shown}: {} is a git config file of the repository {}, {}; git reads it on the host, and keys like core.fsmonitor or an alias run commands there. Edit it yourself outside pi if the change is wanted.",
+                    g.path.display(),
+                    g.git_dir.display(),
+                    g.why
+                ),
+            };
             return make(
                 Verdict::Deny,
-                hook_label(&h),
+                git_path_label(&g),
                 Source::Mandatory.to_string(),
-                format!(
-                    "Blocked write to {shown}: it lies in the git hooks directory {} ({}, for {}); the user's next git command would run what is written there. Edit the hooks yourself outside pi if the change is wanted, or set filesystem.allowHooksPath.",
-                    h.path.display(),
-                    h.why,
-                    h.git_dir.display()
-                ),
+                reason,
             );
         }
         // A denyRead directory is an empty read-only mask inside bash: nothing can be
@@ -819,8 +828,8 @@ impl Guard {
     }
 
     /// The hooks directory (`core.hooksPath`) `path` is or lies in, if any.
-    fn hook_dir(&self, path: &Path) -> Option<HookDir> {
-        self.hook_dirs
+    fn git_path(&self, path: &Path) -> Option<GitPath> {
+        self.git_paths
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .iter()
@@ -829,15 +838,15 @@ impl Guard {
     }
 
     /// The directories git runs hooks from besides `.git/hooks`, found by the session.
-    pub fn set_hook_dirs(&mut self, dirs: Vec<HookDir>) {
-        self.hook_dirs = Arc::new(RwLock::new(dirs));
+    pub fn set_git_paths(&mut self, dirs: Vec<GitPath>) {
+        self.git_paths = Arc::new(RwLock::new(dirs));
     }
 
     /// Makes `dirs` the hooks directories of the repository `git_dir` (for this guard and
     /// its clones); true when that changed them.
-    pub fn replace_hook_dirs_of(&self, git_dir: &Path, dirs: Vec<HookDir>) -> bool {
-        let mut all = self.hook_dirs.write().unwrap_or_else(|e| e.into_inner());
-        let old: Vec<&HookDir> = all.iter().filter(|h| h.git_dir == git_dir).collect();
+    pub fn replace_git_paths_of(&self, git_dir: &Path, dirs: Vec<GitPath>) -> bool {
+        let mut all = self.git_paths.write().unwrap_or_else(|e| e.into_inner());
+        let old: Vec<&GitPath> = all.iter().filter(|h| h.git_dir == git_dir).collect();
         if old.len() == dirs.len() && old.iter().zip(&dirs).all(|(a, b)| *a == b) {
             return false;
         }
@@ -855,8 +864,8 @@ impl Guard {
         &self.env_read_grants
     }
 
-    pub fn hook_dirs(&self) -> Vec<HookDir> {
-        self.hook_dirs
+    pub fn git_paths(&self) -> Vec<GitPath> {
+        self.git_paths
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
@@ -1023,8 +1032,11 @@ impl Guard {
         if let Some(hit) = self.control_surface(canonical, is_git_dir) {
             return Some(Protection::Surface(hit));
         }
-        if let Some(h) = self.hook_dir(canonical) {
-            return Some(Protection::HookDir(hook_label(&h)));
+        if let Some(h) = self.git_path(canonical) {
+            return Some(Protection::GitPath {
+                label: git_path_label(&h),
+                kind: h.kind,
+            });
         }
         let exempt = self.deny_write_exemption(canonical, is_git_dir);
         self.deny_write
@@ -1052,8 +1064,9 @@ pub enum Protection {
     Surface(Hit),
     /// A denyWrite pattern (its label).
     DenyWrite(String),
-    /// A directory git runs hooks from by `core.hooksPath` (`hooks`): its label.
-    HookDir(String),
+    /// A directory git runs hooks from by `core.hooksPath`, or a config file git includes
+    /// (`hooks`): its label.
+    GitPath { label: String, kind: GitPathKind },
     /// What a protected name that is a symlink points to (`.git/hooks -> ../githooks`).
     LinkTarget { link: PathBuf, of: Box<Protection> },
     /// Another name (hard link) of the protected file `of`.
@@ -1069,7 +1082,7 @@ impl Protection {
     pub fn label(&self) -> String {
         match self {
             Protection::Surface(h) => surface_label(h),
-            Protection::DenyWrite(l) | Protection::HookDir(l) => l.clone(),
+            Protection::DenyWrite(l) | Protection::GitPath { label: l, .. } => l.clone(),
             Protection::LinkTarget { link, .. } => {
                 format!("target of protected link {}", link.display())
             }
@@ -1082,8 +1095,11 @@ impl Protection {
 /// Dependency trees exempt from denyWrite (in both layers); see `deny_write_exemption`.
 pub const DEPENDENCY_TREES: &[&str] = &["node_modules", ".venv", "target"];
 
-fn hook_label(h: &HookDir) -> String {
-    format!("git hooks directory {} ({})", h.path.display(), h.why)
+fn git_path_label(g: &GitPath) -> String {
+    match g.kind {
+        GitPathKind::Hooks => format!("git hooks directory {} ({})", g.path.display(), g.why),
+        GitPathKind::Config => format!("git config file {} ({})", g.path.display(), g.why),
+    }
 }
 
 fn surface_label(hit: &Hit) -> String {

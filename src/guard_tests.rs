@@ -478,7 +478,7 @@ fn explain_lists_each_rule_consulted() {
             "enabled = true",
             "mode read-write",
             "pi control surface",
-            "git hooks directory (core.hooksPath)",
+            "git hooks directory (core.hooksPath) or included git config",
             "denyRead (writes into hidden paths)",
             "denyWrite"
         ]

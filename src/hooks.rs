@@ -1,12 +1,17 @@
-//! Git hooks wherever git looks for them. `.git/hooks` is on the control surface
-//! (`protected`); a repository can point `core.hooksPath` elsewhere, into the worktree
-//! (husky's `.husky/_`), at any config level git reads. Those directories are protected the
-//! same way: the user's next `git commit` on the host runs what is there.
+//! What git runs or reads on the host beyond the table's fixed names. `.git/hooks` and
+//! `.git/config` are on the control surface (`protected`); but a repository can point
+//! `core.hooksPath` elsewhere, into the worktree (husky's `.husky/_`), at any config level
+//! git reads, and a config file can include others (`include.path`, `includeIf.*.path`;
+//! a project sharing its config as `.gitconfig` in the worktree does this). Those hooks
+//! directories and included files are protected the same way: the user's next git command
+//! on the host runs what is there, or reads keys (`core.fsmonitor`, aliases, filters) that
+//! run commands.
 //!
-//! The effective value comes from git itself (system, global, repository and worktree
+//! The effective values come from git itself (system, global, repository and worktree
 //! config, includes and conditional includes), run on the host as `git config`, which runs
 //! nothing a repository names: a system git, a minimal environment, `core.fsmonitor` off,
-//! and a time limit.
+//! and a time limit. A conditional include is protected whether or not its condition holds
+//! now (checking out another branch can make it hold).
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -15,16 +20,29 @@ use std::time::Duration;
 
 use crate::platform::detect;
 
-/// A directory git runs hooks from, other than the git dir's own `hooks`.
+/// A path git runs or reads on the host for a repository, besides the table's names.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HookDir {
+pub struct GitPath {
     /// Canonical.
     pub path: PathBuf,
     /// The repository's git dir, for messages.
     pub git_dir: PathBuf,
-    /// Why: `core.hooksPath = <value>`, or husky's scripts behind its wrappers.
+    /// Why: `core.hooksPath = <value>`, husky's scripts behind its wrappers, or the include
+    /// that names a config file.
     pub why: String,
+    pub kind: GitPathKind,
 }
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GitPathKind {
+    /// A directory git runs hooks from (`filesystem.allowHooksPath` opens these).
+    Hooks,
+    /// A config file git includes.
+    Config,
+}
+
+/// How deep includes are followed; git itself stops at 10.
+const MAX_INCLUDE_DEPTH: usize = 10;
 
 const GIT_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -55,27 +73,29 @@ pub fn repo_within(dir: &Path, top: &Path) -> Option<(PathBuf, PathBuf)> {
 
 /// The effective `core.hooksPath` of the repository (`git_dir`, `worktree`), resolved as git
 /// resolves it (relative to the worktree), plus the hook scripts' directory when it is a
-/// husky layout (`<dir>/_` wrappers that run `<dir>/<hook>`). Empty when unset, or when no
-/// system git is there to ask (the table's `.git/hooks` still applies).
-pub fn hook_dirs(git_dir: &Path, worktree: &Path, home: &Path) -> Vec<HookDir> {
-    hook_dirs_in(git_dir, worktree, home).unwrap_or_default()
+/// husky layout (`<dir>/_` wrappers that run `<dir>/<hook>`), and every config file the
+/// repository's config includes. Empty when there are none, or when no system git is there
+/// to ask (the table's `.git/hooks` and `.git/config` still apply).
+pub fn git_paths(git_dir: &Path, worktree: &Path, home: &Path) -> Vec<GitPath> {
+    git_paths_in(git_dir, worktree, home).unwrap_or_default()
 }
 
-/// `hook_dirs`, or None when git could not say (no system git, a failure, the time limit).
-pub fn hook_dirs_in(git_dir: &Path, worktree: &Path, home: &Path) -> Option<Vec<HookDir>> {
+/// `git_paths`, or None when git could not say (no system git, a failure, the time limit).
+pub fn git_paths_in(git_dir: &Path, worktree: &Path, home: &Path) -> Option<Vec<GitPath>> {
     let config = core_config(git_dir, Some(worktree), home)?;
-    Some(match config.hooks_path {
-        Some(value) => dirs_for(&value, git_dir, worktree, home),
-        None => vec![],
-    })
+    let mut out = config.included_paths(git_dir, home);
+    if let Some(value) = &config.hooks_path {
+        out.extend(dirs_for(value, git_dir, worktree, home));
+    }
+    Some(out)
 }
 
-/// `hook_dirs` for a git dir found in the writable trees, whose worktree is not known:
+/// `git_paths` for a git dir found in the writable trees, whose worktree is not known:
 /// `core.worktree` when set (a submodule's git dir), else the parent of a `.git` directory,
 /// the worktree a linked worktree's admin dir links back to (its `gitdir` file), or the git
 /// dir itself for a bare repository. None when git could not say, or where a relative
 /// `core.hooksPath` would be relative to is not known: what is known is kept.
-pub fn hook_dirs_of(git_dir: &Path, home: &Path) -> Option<Vec<HookDir>> {
+pub fn git_paths_of(git_dir: &Path, home: &Path) -> Option<Vec<GitPath>> {
     let named_dot_git = git_dir.file_name().is_some_and(|n| n == ".git");
     let linked = || {
         let back = std::fs::read(git_dir.join("gitdir")).ok()?;
@@ -88,45 +108,60 @@ pub fn hook_dirs_of(git_dir: &Path, home: &Path) -> Option<Vec<HookDir>> {
         linked()
     };
     let config = core_config(git_dir, None, home)?;
-    let Some(value) = config.hooks_path else {
-        return Some(vec![]);
+    let mut out = config.included_paths(git_dir, home);
+    let Some(value) = &config.hooks_path else {
+        return Some(out);
     };
-    let worktree = match (config.worktree, default_worktree) {
+    let worktree = match (&config.worktree, default_worktree) {
         (Some(w), _) => git_dir.join(w),
         (None, Some(w)) => w,
         (None, None) if config.bare => git_dir.to_path_buf(),
         (None, None) => return None,
     };
-    Some(dirs_for(&value, git_dir, &worktree, home))
+    out.extend(dirs_for(value, git_dir, &worktree, home));
+    Some(out)
 }
 
-/// The config files whose change can change a git dir's own `core.hooksPath`.
-pub fn config_files(git_dir: &Path) -> [PathBuf; 2] {
-    [git_dir.join("config"), git_dir.join("config.worktree")]
+/// The config files whose change can change what `git_paths` says of `git_dir`, besides
+/// the files it includes (`GitPathKind::Config` entries): its own, and the user's and the
+/// system's.
+pub fn config_files(git_dir: &Path, home: &Path) -> Vec<PathBuf> {
+    let xdg = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home.join(".config"));
+    vec![
+        git_dir.join("config"),
+        git_dir.join("config.worktree"),
+        home.join(".gitconfig"),
+        xdg.join("git/config"),
+        PathBuf::from("/etc/gitconfig"),
+    ]
 }
 
-fn dirs_for(value: &str, git_dir: &Path, worktree: &Path, home: &Path) -> Vec<HookDir> {
+fn dirs_for(value: &str, git_dir: &Path, worktree: &Path, home: &Path) -> Vec<GitPath> {
     let expanded = match value.strip_prefix("~/") {
         Some(rest) => home.join(rest),
         None => PathBuf::from(value),
     };
     let path = worktree.join(expanded);
     let path = crate::paths::canonicalize(&path).unwrap_or(path);
-    let mut out = vec![HookDir {
+    let mut out = vec![GitPath {
         path: path.clone(),
         git_dir: git_dir.to_path_buf(),
         why: format!("core.hooksPath = {value}"),
+        kind: GitPathKind::Hooks,
     }];
     // husky 9: `.husky/_/<hook>` are generated wrappers that run `.husky/<hook>`.
     if path.file_name().is_some_and(|n| n == "_") {
         if let Some(scripts) = path.parent() {
-            out.push(HookDir {
+            out.push(GitPath {
                 path: scripts.to_path_buf(),
                 git_dir: git_dir.to_path_buf(),
                 why: format!(
                     "the hook scripts husky's wrappers in {} run (core.hooksPath = {value})",
                     path.display()
                 ),
+                kind: GitPathKind::Hooks,
             });
         }
     }
@@ -135,10 +170,11 @@ fn dirs_for(value: &str, git_dir: &Path, worktree: &Path, home: &Path) -> Vec<Ho
     // missing directory is protected whole until it exists.
     let missing = first_missing_ancestor(&path).filter(|m| out.iter().all(|h| h.path != *m));
     if let Some(first_missing) = missing {
-        out.push(HookDir {
+        out.push(GitPath {
             path: first_missing,
             git_dir: git_dir.to_path_buf(),
             why: format!("the missing directory on the way to core.hooksPath = {value}"),
+            kind: GitPathKind::Hooks,
         });
     }
     out
@@ -160,19 +196,169 @@ fn first_missing_ancestor(path: &Path) -> Option<PathBuf> {
     (missing != path).then(|| missing.to_path_buf())
 }
 
-/// What git's config says of a repository's hooks and worktree.
+/// What git's config says of a repository's hooks, worktree and includes.
 #[derive(Default)]
 struct CoreConfig {
     hooks_path: Option<String>,
     worktree: Option<String>,
     bare: bool,
+    /// Each include: the file that names it, its key (`include.path` or
+    /// `includeif.<condition>.path`) and value.
+    includes: Vec<Include>,
 }
 
-/// `core.hooksPath`, `core.worktree` and `core.bare` as git reads them for the repository
-/// (every config level, includes), asked so that nothing the repository says can run code:
-/// git from a system directory, no inherited environment, a time limit. None when no system
-/// git is there to ask, or it fails or hangs.
+#[derive(Clone)]
+struct Include {
+    from: PathBuf,
+    key: String,
+    value: String,
+}
+
+impl Include {
+    /// The file it names: relative to the directory of the file naming it, as git has it.
+    fn target(&self, home: &Path) -> PathBuf {
+        let value = match self.value.strip_prefix("~/") {
+            Some(rest) => home.join(rest),
+            None => PathBuf::from(&self.value),
+        };
+        match self.from.parent() {
+            Some(dir) => dir.join(value),
+            None => value,
+        }
+    }
+}
+
+impl CoreConfig {
+    /// Every file the includes name, followed into conditional includes git did not take
+    /// now (their condition may hold later), each with the first missing directory on the
+    /// way when more than the file is missing.
+    fn included_paths(&self, git_dir: &Path, home: &Path) -> Vec<GitPath> {
+        let mut out: Vec<GitPath> = Vec::new();
+        let mut todo: Vec<(usize, Include)> =
+            self.includes.iter().map(|i| (0, i.clone())).collect();
+        while let Some((depth, include)) = todo.pop() {
+            let target = include.target(home);
+            let target = crate::paths::canonicalize(&target).unwrap_or(target);
+            if out.iter().any(|p| p.path == target) {
+                continue;
+            }
+            let why = format!(
+                "included by {} ({} = {})",
+                include.from.display(),
+                include.key,
+                include.value
+            );
+            if let Some(first_missing) = first_missing_ancestor(&target) {
+                out.push(GitPath {
+                    path: first_missing,
+                    git_dir: git_dir.to_path_buf(),
+                    why: format!("the missing directory on the way to a config file {why}"),
+                    kind: GitPathKind::Config,
+                });
+            }
+            out.push(GitPath {
+                path: target.clone(),
+                git_dir: git_dir.to_path_buf(),
+                why,
+                kind: GitPathKind::Config,
+            });
+            // git listed what the includes it took hold; one whose condition does not hold
+            // now is read here for its own includes.
+            if include.key.starts_with("includeif.") && depth + 1 < MAX_INCLUDE_DEPTH {
+                let nested = includes_in_file(&target).unwrap_or_default();
+                todo.extend(nested.into_iter().map(|i| (depth + 1, i)));
+            }
+        }
+        out
+    }
+}
+
+/// `core.hooksPath`, `core.worktree`, `core.bare` and the includes as git reads them for
+/// the repository (every config level, includes). None when no system git is there to ask,
+/// or it fails or hangs.
 fn core_config(git_dir: &Path, worktree: Option<&Path>, home: &Path) -> Option<CoreConfig> {
+    let mut repo: Vec<&std::ffi::OsStr> = vec!["--git-dir".as_ref(), git_dir.as_os_str()];
+    if let Some(w) = worktree {
+        repo.extend(["--work-tree".as_ref(), w.as_os_str()]);
+    }
+    let entries = ask_git_config(
+        &repo,
+        &[
+            "--get-regexp".as_ref(),
+            r"^(core\.(hookspath|worktree|bare)|include\.path|includeif\..+\.path)$".as_ref(),
+        ],
+        worktree.unwrap_or(git_dir),
+        home,
+    )?;
+    // The last value of each key wins, as git's own `--get` has it.
+    let mut config = CoreConfig::default();
+    for entry in entries {
+        let value = (!entry.value.is_empty()).then(|| entry.value.clone());
+        match entry.key.as_str() {
+            "core.hookspath" => config.hooks_path = value,
+            "core.worktree" => config.worktree = value,
+            "core.bare" => config.bare = value.as_deref() == Some("true"),
+            _ => config.includes.extend(entry.include()),
+        }
+    }
+    Some(config)
+}
+
+/// The includes written in one config file (not those of the files it includes).
+fn includes_in_file(file: &Path) -> Option<Vec<Include>> {
+    let dir = file.parent().unwrap_or(Path::new("/"));
+    let entries = ask_git_config(
+        &[],
+        &[
+            "--file".as_ref(),
+            file.as_os_str(),
+            "--no-includes".as_ref(),
+            "--get-regexp".as_ref(),
+            r"^(include\.path|includeif\..+\.path)$".as_ref(),
+        ],
+        dir,
+        // Values are not expanded (`Include::target` resolves `~/`); one file is read.
+        Path::new("/nonexistent"),
+    )?;
+    Some(
+        entries
+            .into_iter()
+            .filter_map(ConfigEntry::include)
+            .collect(),
+    )
+}
+
+/// One entry `git config --show-origin` listed.
+struct ConfigEntry {
+    /// The file it is written in; None for one from elsewhere (the command line).
+    origin: Option<PathBuf>,
+    key: String,
+    value: String,
+}
+
+impl ConfigEntry {
+    fn include(self) -> Option<Include> {
+        let is_include = self.key == "include.path"
+            || (self.key.starts_with("includeif.") && self.key.ends_with(".path"));
+        Some(Include {
+            from: self.origin.filter(|_| is_include)?,
+            key: self.key,
+            value: self.value,
+        })
+    }
+}
+
+/// `git <repo> config -z --show-origin <query>`, asked so that nothing the repository says
+/// can run code: git from a system directory, no inherited environment, a time limit, and
+/// values left unexpanded (`~/` is resolved by the caller against the user's HOME). None
+/// when no system git is there to ask, or it fails or hangs; no entry matching is an empty
+/// list.
+fn ask_git_config(
+    repo: &[&std::ffi::OsStr],
+    query: &[&std::ffi::OsStr],
+    dir: &Path,
+    home: &Path,
+) -> Option<Vec<ConfigEntry>> {
     let git = detect::system_program("git")?;
     let mut cmd = Command::new(git);
     cmd.env_clear()
@@ -181,23 +367,14 @@ fn core_config(git_dir: &Path, worktree: Option<&Path>, home: &Path) -> Option<C
         .env("LC_ALL", "C")
         .env("GIT_TERMINAL_PROMPT", "0")
         .args(["-c", "core.fsmonitor=false", "-c", "safe.directory=*"])
-        .arg("--git-dir")
-        .arg(git_dir);
-    if let Some(w) = worktree {
-        cmd.arg("--work-tree").arg(w);
-    }
-    // -z: a value holding a newline cannot pass for another key.
-    cmd.args([
-        "config",
-        "-z",
-        "--path",
-        "--get-regexp",
-        r"^core\.(hookspath|worktree|bare)$",
-    ])
-    .current_dir(worktree.unwrap_or(git_dir))
-    .stdin(Stdio::null())
-    .stderr(Stdio::null())
-    .stdout(Stdio::piped());
+        .args(repo)
+        // -z: a value holding a newline cannot pass for another key.
+        .args(["config", "-z", "--show-origin"])
+        .args(query)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .stdout(Stdio::piped());
     if let Some(xdg) = std::env::var_os("XDG_CONFIG_HOME") {
         cmd.env("XDG_CONFIG_HOME", xdg);
     }
@@ -209,31 +386,32 @@ fn core_config(git_dir: &Path, worktree: Option<&Path>, home: &Path) -> Option<C
     std::io::Read::read_to_end(&mut child.stdout.take()?, &mut out).ok()?;
     match status.code() {
         Some(0) => {}
-        // No key matched: none of them is set.
-        Some(1) if out.is_empty() => return Some(CoreConfig::default()),
+        Some(1) if out.is_empty() => return Some(vec![]),
         _ => return None,
     }
-    // Records of `key\nvalue\0`; the last value of each key wins, as git's own `--get` has it.
-    let mut config = CoreConfig::default();
-    for record in out.split(|b| *b == 0).filter(|r| !r.is_empty()) {
-        let text = String::from_utf8_lossy(record);
+    // Pairs of records: `<origin type>:<origin>\0` then `key\nvalue\0`.
+    let mut records = out.split(|b| *b == 0);
+    let mut entries = Vec::new();
+    while let (Some(origin), Some(entry)) = (records.next(), records.next()) {
+        let origin = origin
+            .strip_prefix(b"file:")
+            .map(|p| dir.join(std::ffi::OsStr::from_bytes(p)));
+        let text = String::from_utf8_lossy(entry);
         let (key, value) = text.split_once('\n').unwrap_or((&text, ""));
-        let value = (!value.is_empty()).then(|| value.to_string());
-        match key {
-            "core.hookspath" => config.hooks_path = value,
-            "core.worktree" => config.worktree = value,
-            "core.bare" => config.bare = value.as_deref() == Some("true"),
-            _ => {}
-        }
+        entries.push(ConfigEntry {
+            origin,
+            key: key.to_string(),
+            value: value.to_string(),
+        });
     }
-    Some(config)
+    Some(entries)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn paths(dirs: Vec<HookDir>) -> Vec<PathBuf> {
+    fn paths(dirs: Vec<GitPath>) -> Vec<PathBuf> {
         dirs.into_iter().map(|d| d.path).collect()
     }
 
@@ -255,14 +433,14 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let repo = std::fs::canonicalize(t.path()).unwrap();
         git(&repo, &["init", "-q"]);
-        assert!(hook_dirs(&repo.join(".git"), &repo, &repo).is_empty());
+        assert!(git_paths(&repo.join(".git"), &repo, &repo).is_empty());
         git(&repo, &["config", "core.hooksPath", ".husky/_"]);
         let (git_dir, worktree) = enclosing_repo(&repo.join("src/deep")).unwrap();
         assert_eq!(
             (git_dir.clone(), worktree.clone()),
             (repo.join(".git"), repo.clone())
         );
-        let dirs = paths(hook_dirs(&git_dir, &worktree, &repo));
+        let dirs = paths(git_paths(&git_dir, &worktree, &repo));
         assert_eq!(dirs, [repo.join(".husky/_"), repo.join(".husky")]);
     }
 
@@ -274,11 +452,11 @@ mod tests {
         let nested = root.join("vendor/lib");
         std::fs::create_dir_all(&nested).unwrap();
         git(&nested, &["init", "-q"]);
-        assert!(hook_dirs_of(&nested.join(".git"), &root)
+        assert!(git_paths_of(&nested.join(".git"), &root)
             .unwrap()
             .is_empty());
         git(&nested, &["config", "core.hooksPath", "githooks"]);
-        let dirs = hook_dirs_of(&nested.join(".git"), &root).unwrap();
+        let dirs = git_paths_of(&nested.join(".git"), &root).unwrap();
         assert_eq!(dirs.len(), 1);
         assert_eq!(dirs[0].path, nested.join("githooks"));
         assert_eq!(dirs[0].git_dir, nested.join(".git"));
@@ -288,7 +466,7 @@ mod tests {
         git(&bare, &["init", "-q", "--bare"]);
         git(&bare, &["config", "core.hooksPath", "myhooks"]);
         assert_eq!(
-            hook_dirs_of(&bare, &root).unwrap()[0].path,
+            git_paths_of(&bare, &root).unwrap()[0].path,
             bare.join("myhooks")
         );
         // a git dir elsewhere with core.worktree (a submodule's): relative to that worktree
@@ -304,7 +482,7 @@ mod tests {
         ] {
             git(&root, &["--git-dir", module_arg, "config", key, value]);
         }
-        let dirs = paths(hook_dirs_of(&module, &root).unwrap());
+        let dirs = paths(git_paths_of(&module, &root).unwrap());
         assert_eq!(dirs, [work.join(".husky/_"), work.join(".husky")]);
     }
 
@@ -332,7 +510,7 @@ mod tests {
         git(&main, &["worktree", "add", "-q", "../wt"]);
         git(&main, &["config", "core.hooksPath", ".husky/_"]);
         let admin = main.join(".git/worktrees/wt");
-        let dirs = paths(hook_dirs_of(&admin, &root).unwrap());
+        let dirs = paths(git_paths_of(&admin, &root).unwrap());
         assert_eq!(dirs, [root.join("wt/.husky/_"), root.join("wt/.husky")]);
         // the repository around a path, through the linked worktree's gitfile
         let (git_dir, worktree) = repo_within(&root.join("wt/src"), &root).unwrap();
@@ -343,7 +521,7 @@ mod tests {
         git(&orphan, &["init", "-q", "--bare"]);
         git(&orphan, &["config", "core.bare", "false"]);
         git(&orphan, &["config", "core.hooksPath", "h"]);
-        assert!(hook_dirs_of(&orphan, &root).is_none());
+        assert!(git_paths_of(&orphan, &root).is_none());
         // no repository below the top looked from
         assert!(repo_within(&root.join("wt/src"), &root.join("wt/src")).is_none());
     }
@@ -354,11 +532,11 @@ mod tests {
         let repo = std::fs::canonicalize(t.path()).unwrap();
         git(&repo, &["init", "-q"]);
         git(&repo, &["config", "core.hooksPath", "tools/hooks"]);
-        let dirs = paths(hook_dirs(&repo.join(".git"), &repo, &repo));
+        let dirs = paths(git_paths(&repo.join(".git"), &repo, &repo));
         assert_eq!(dirs, [repo.join("tools/hooks"), repo.join("tools")]);
         // one level missing: the hooks directory itself covers it
         std::fs::create_dir(repo.join("tools")).unwrap();
-        let dirs = paths(hook_dirs(&repo.join(".git"), &repo, &repo));
+        let dirs = paths(git_paths(&repo.join(".git"), &repo, &repo));
         assert_eq!(dirs, [repo.join("tools/hooks")]);
     }
 
@@ -374,8 +552,65 @@ mod tests {
             "[core]\n\thooksPath = ~/my-hooks\n",
         )
         .unwrap();
-        let dirs = hook_dirs(&repo.join(".git"), &repo, &home);
+        let dirs = git_paths(&repo.join(".git"), &repo, &home);
         assert_eq!(dirs[0].path, home.join("my-hooks"));
         assert!(dirs[0].why.contains("core.hooksPath"));
+    }
+
+    #[test]
+    fn every_config_file_a_repository_includes_is_found_taken_or_not() {
+        let t = tempfile::tempdir().unwrap();
+        let home = std::fs::canonicalize(t.path()).unwrap();
+        let repo = home.join("r");
+        std::fs::create_dir(&repo).unwrap();
+        git(&repo, &["init", "-q", "-b", "main"]);
+        // A shared config in the worktree (relative to `.git/`), which includes another.
+        std::fs::write(repo.join(".gitconfig"), "[include]\n\tpath = more.cfg\n").unwrap();
+        std::fs::write(repo.join("more.cfg"), "[user]\n\tname = x\n").unwrap();
+        git(&repo, &["config", "include.path", "../.gitconfig"]);
+        // A conditional include that does not hold now, naming another in turn; and two
+        // whose files are more than a name away from existing (the first missing directory
+        // is protected too).
+        std::fs::write(
+            repo.join("rel.cfg"),
+            "[include]\n\tpath = conf/deeper.cfg\n",
+        )
+        .unwrap();
+        git(
+            &repo,
+            &["config", "includeIf.onbranch:release.path", "../rel.cfg"],
+        );
+        git(
+            &repo,
+            &["config", "--add", "include.path", "../missing/sub/x.cfg"],
+        );
+        // From the user's global config, with `~/`.
+        std::fs::write(home.join(".gitconfig"), "[include]\n\tpath = ~/extra.cfg\n").unwrap();
+        let found = git_paths(&repo.join(".git"), &repo, &home);
+        assert!(found.iter().all(|p| p.kind == GitPathKind::Config));
+        let mut got = paths(found.clone());
+        got.sort();
+        let mut want = vec![
+            repo.join(".gitconfig"),
+            repo.join("more.cfg"),
+            repo.join("rel.cfg"),
+            repo.join("conf"),
+            repo.join("conf/deeper.cfg"),
+            repo.join("missing"),
+            repo.join("missing/sub/x.cfg"),
+            home.join("extra.cfg"),
+        ];
+        want.sort();
+        assert_eq!(got, want);
+        let shared = found.iter().find(|p| p.path == repo.join(".gitconfig"));
+        assert_eq!(
+            shared.unwrap().why,
+            format!(
+                "included by {} (include.path = ../.gitconfig)",
+                repo.join(".git/config").display()
+            )
+        );
+        // The same for a git dir whose worktree is not known.
+        assert_eq!(git_paths_of(&repo.join(".git"), &home).unwrap().len(), 8);
     }
 }

@@ -15,7 +15,7 @@ use crate::config::{self, Config, ConfigError, Env, Mode, Source, MODE_HELP};
 use crate::config_edit::{ListKey, ALLOWED_DOMAINS, ALLOW_WRITE};
 use crate::environment::{self, EnvPolicy};
 use crate::guard::{ApprovalMode, Decision, Guard, GuardError, KnownGitDirs, Op, Step, Verdict};
-use crate::hooks::HookDir;
+use crate::hooks::{GitPath, GitPathKind};
 use crate::index::Index;
 use crate::launch::{self, Command, Launch, LaunchError};
 use crate::net::gate::{self, CommandNet, Gate};
@@ -244,7 +244,7 @@ pub struct Session {
     /// The hooks directories of each repository met in the writable trees (nested ones,
     /// submodules' and bare git dirs too), asked of git again only when its config files
     /// change: git dir → (their stamp, what git said).
-    repo_hooks: std::cell::RefCell<HashMap<PathBuf, (Stamp, Vec<HookDir>)>>,
+    repo_git_paths: std::cell::RefCell<HashMap<PathBuf, (Stamp, Vec<GitPath>)>>,
     /// Where every refusal is recorded (`violations`).
     log: ViolationLog,
     /// The secrets hidden from the model, and the stamp of pi's key files they were read at.
@@ -269,6 +269,24 @@ struct Loaded {
     load_time_repos: Vec<PathBuf>,
     env_policy: EnvPolicy,
     net_rules: gate::Rules,
+}
+
+/// What of a repository's hooks directories and included config files the guard protects:
+/// all, but the hooks directories when `filesystem.allowHooksPath` opens them.
+fn protected_git_paths(config: &Config, paths: Vec<GitPath>) -> Vec<GitPath> {
+    let open_hooks = config.allow_hooks_path.value;
+    paths
+        .into_iter()
+        .filter(|p| !(open_hooks && p.kind == GitPathKind::Hooks))
+        .collect()
+}
+
+/// The config files among a repository's git paths.
+fn included_files(paths: &[GitPath]) -> impl Iterator<Item = PathBuf> + '_ {
+    paths
+        .iter()
+        .filter(|p| p.kind == GitPathKind::Config)
+        .map(|p| p.path.clone())
 }
 
 fn stamp_of(files: &[PathBuf]) -> Stamp {
@@ -313,7 +331,7 @@ impl Session {
             auditor: Default::default(),
             second_names: Default::default(),
             index: None,
-            repo_hooks: Default::default(),
+            repo_git_paths: Default::default(),
             redactor: Default::default(),
         };
         s.reload();
@@ -362,13 +380,13 @@ impl Session {
             // Nothing runs meanwhile; if something asks, nothing is allowed.
             Err(_) => gate::Rules::default(),
         });
-        // The repositories met earlier keep their hooks directories in the new guard.
+        // The repositories met earlier keep their hooks directories and included config
+        // files in the new guard.
         if let Ok(loaded) = &self.state {
-            if !loaded.config.allow_hooks_path.value {
-                for (git_dir, (_, dirs)) in self.repo_hooks.get_mut().iter() {
-                    if !loaded.load_time_repos.contains(git_dir) {
-                        loaded.guard.replace_hook_dirs_of(git_dir, dirs.clone());
-                    }
+            for (git_dir, (_, paths)) in self.repo_git_paths.get_mut().iter() {
+                if !loaded.load_time_repos.contains(git_dir) {
+                    let paths = protected_git_paths(&loaded.config, paths.clone());
+                    loaded.guard.replace_git_paths_of(git_dir, paths);
                 }
             }
         }
@@ -442,20 +460,18 @@ impl Session {
         config.session_allow_write = self.session_writes.clone();
         let mut guard = Guard::new(&config, &self.options.env, approval)?;
         guard.set_env_read_grants(env_read_grants(granted));
-        let mut load_time_repos = Vec::new();
-        if !config.allow_hooks_path.value {
-            let repos = repos_around(&guard);
-            let home = &self.options.env.home;
-            guard.set_hook_dirs(
-                repos
-                    .iter()
-                    .flat_map(|(git_dir, worktree)| {
-                        crate::hooks::hook_dirs(git_dir, worktree, home)
-                    })
-                    .collect(),
-            );
-            load_time_repos = repos.into_iter().map(|(git_dir, _)| git_dir).collect();
-        }
+        let repos = repos_around(&guard);
+        let home = &self.options.env.home;
+        guard.set_git_paths(
+            repos
+                .iter()
+                .flat_map(|(git_dir, worktree)| {
+                    let paths = crate::hooks::git_paths(git_dir, worktree, home);
+                    protected_git_paths(&config, paths)
+                })
+                .collect(),
+        );
+        let load_time_repos = repos.into_iter().map(|(git_dir, _)| git_dir).collect();
         let names = process_env_names();
         let read_by_pi = environment::models_json_vars(
             &self.options.env.agent_dir,
@@ -663,7 +679,7 @@ impl Session {
     /// repositories looked up at load keep what they got then; an answer git could not give
     /// leaves what is known and is asked again next time. True when the guard's set changed
     /// (the index then rebuilds before it answers again).
-    fn update_hook_dirs(
+    fn update_git_paths(
         &self,
         guard: &Guard,
         repos: impl Iterator<Item = (PathBuf, Option<PathBuf>)>,
@@ -671,29 +687,43 @@ impl Session {
         let Ok(loaded) = &self.state else {
             return false;
         };
-        if loaded.config.allow_hooks_path.value {
-            return false;
-        }
-        let mut known = self.repo_hooks.borrow_mut();
+        let home = &self.options.env.home;
+        // What git reads for `git_dir`: its config files and the ones they include.
+        let config_files = |git_dir: &Path, paths: &[GitPath]| {
+            let mut files = crate::hooks::config_files(git_dir, home);
+            files.extend(included_files(paths));
+            files
+        };
+        let mut known = self.repo_git_paths.borrow_mut();
         let mut changed = false;
         for (git_dir, worktree) in repos {
             if loaded.load_time_repos.contains(&git_dir) {
                 continue;
             }
-            let stamp = stamp_of(&crate::hooks::config_files(&git_dir));
-            if known.get(&git_dir).is_some_and(|(s, _)| *s == stamp) {
+            let before = known.get(&git_dir);
+            let stamp = stamp_of(&config_files(&git_dir, before.map_or(&[], |(_, p)| p)));
+            if before.is_some_and(|(s, _)| *s == stamp) {
                 continue;
             }
-            let home = &self.options.env.home;
-            let dirs = match &worktree {
-                Some(w) => crate::hooks::hook_dirs_in(&git_dir, w, home),
-                None => crate::hooks::hook_dirs_of(&git_dir, home),
+            let paths = match &worktree {
+                Some(w) => crate::hooks::git_paths_in(&git_dir, w, home),
+                None => crate::hooks::git_paths_of(&git_dir, home),
             };
-            let Some(dirs) = dirs else {
+            let Some(paths) = paths else {
                 continue;
             };
-            changed |= guard.replace_hook_dirs_of(&git_dir, dirs.clone());
-            known.insert(git_dir, (stamp, dirs));
+            // Taken before git was asked, so that a change meanwhile is seen next time; a
+            // newly included file is stamped now.
+            let same_includes =
+                before.is_some_and(|(_, p)| included_files(p).eq(included_files(&paths)));
+            let stamp = if same_includes {
+                stamp
+            } else {
+                stamp_of(&config_files(&git_dir, &paths))
+            };
+            let protected = protected_git_paths(&loaded.config, paths.clone());
+            changed |= guard.replace_git_paths_of(&git_dir, protected);
+            known.insert(git_dir, (stamp, paths));
         }
         if changed {
             if let Some(index) = &self.index {
@@ -707,7 +737,7 @@ impl Session {
     /// rebuilds under the new judgement).
     fn with_hooks_of(&self, guard: &Guard, scan: Scan) -> Scan {
         let repos = scan.git_dirs.iter().map(|g| (g.clone(), None));
-        if self.update_hook_dirs(guard, repos) {
+        if self.update_git_paths(guard, repos) {
             self.scan(guard)
         } else {
             scan
@@ -743,7 +773,7 @@ impl Session {
         };
         match crate::hooks::repo_within(dir, root) {
             Some((git_dir, worktree)) => {
-                self.update_hook_dirs(guard, std::iter::once((git_dir, Some(worktree))))
+                self.update_git_paths(guard, std::iter::once((git_dir, Some(worktree))))
             }
             None => false,
         }
@@ -1589,13 +1619,13 @@ impl Session {
         if let Ok(l) = &self.state {
             let _ = writeln!(
                 out,
-                "\nGit hooks directories besides .git/hooks (core.hooksPath), protected like it (filesystem.allowHooksPath: {}):",
+                "\nGit hooks directories besides .git/hooks (core.hooksPath) and config files git includes, protected like .git/hooks and .git/config (filesystem.allowHooksPath, for the hooks: {}):",
                 l.config.allow_hooks_path.value
             );
-            if l.guard.hook_dirs().is_empty() {
+            if l.guard.git_paths().is_empty() {
                 let _ = writeln!(out, "  none");
             }
-            for h in l.guard.hook_dirs() {
+            for h in l.guard.git_paths() {
                 let _ = writeln!(
                     out,
                     "  {} — {} in {}",
