@@ -1,7 +1,7 @@
 // Tests of the addon's exported API and of the CLI, on real files in a throwaway tree.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -240,6 +240,15 @@ test("CLI run: the command's words are its own from the program on; 127 and 126 
   r = cli(["run", "./not-executable.sh"], { cwd: w.cwd, env });
   assert.equal(r.status, 126, r.stderr);
   assert.match(r.stderr, /not-executable\.sh: Permission denied/);
+  // Found on PATH as execvp finds it (a directory that lacks it, then one that has it), and
+  // a script without `#!` runs under /bin/sh, as a shell would run it.
+  mkdirSync(path.join(w.cwd, "bin"));
+  writeFileSync(path.join(w.cwd, "bin", "no-shebang"), 'echo "sh ran $0 with $1"\n');
+  chmodSync(path.join(w.cwd, "bin", "no-shebang"), 0o755);
+  const withBin = { ...env, PATH: `/nonexistent:${path.join(w.cwd, "bin")}:${process.env.PATH}` };
+  r = cli(["run", "no-shebang", "arg1"], { cwd: w.cwd, env: withBin });
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout, `sh ran ${path.join(w.cwd, "bin", "no-shebang")} with arg1\n`);
 });
 
 test("one command at a time: its audit belongs to its handle, and a second waits for the first", { skip: addon.sandboxCapability().kind !== "bwrap" && "needs bubblewrap" }, async (t) => {

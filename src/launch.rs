@@ -739,9 +739,9 @@ mod proxy_env;
 /// The proxy variables for a proxy on `port` of the loopback (what `pi-sandbox-init` sets
 /// inside bwrap, where the port is only known inside).
 pub fn proxy_env(port: u16) -> Vec<(String, String)> {
-    proxy_env::proxy_env(port)
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
+    proxy_env::PROXY_VARS
+        .iter()
+        .map(|(name, scheme)| (name.to_string(), format!("{scheme}://127.0.0.1:{port}")))
         .collect()
 }
 

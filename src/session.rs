@@ -237,6 +237,9 @@ pub struct Session {
     stamp: Stamp,
     /// Protected paths seen before each command, to spot what a command created.
     auditor: std::cell::RefCell<Auditor>,
+    /// Env files around the indexed trees (`mounts::env_files_around`), listed again only
+    /// when their directory changes.
+    env_listings: std::cell::RefCell<crate::platform::mounts::EnvFileListings>,
     /// Second names of protected files from the last scan (see `Scan::second_names`).
     second_names: std::cell::RefCell<Option<Vec<Found>>>,
     /// What the scan finds, kept current from file events (None: full scans; see `scan`).
@@ -329,6 +332,7 @@ impl Session {
             mode_override: None,
             stamp: vec![],
             auditor: Default::default(),
+            env_listings: Default::default(),
             second_names: Default::default(),
             index: None,
             repo_git_paths: Default::default(),
@@ -959,7 +963,8 @@ impl Session {
         // A repository whose hooks directory was not known: what lies there is protected
         // from this command on.
         let mut scan = self.with_hooks_of(guard, self.scan(guard));
-        scan.hidden_env_files = crate::platform::mounts::env_files_around(guard);
+        scan.hidden_env_files =
+            crate::platform::mounts::env_files_around(guard, &mut self.env_listings.borrow_mut());
         auditor.baseline(&scan);
         self.remember(&scan);
         let tmp = std::env::temp_dir();

@@ -2,6 +2,8 @@
 
 pub mod bwrap;
 pub mod detect;
+#[cfg(target_os = "linux")]
+pub mod fd_passing;
 pub mod mounts;
 pub mod seatbelt;
 pub mod seccomp;

@@ -101,7 +101,17 @@ fn allow_write_roots(guard: &Guard) -> Vec<PathBuf> {
 
 pub fn plan(guard: &Guard, facts: &Facts, network: Network, script: Option<&Path>) -> MountPlan {
     let env = guard.env();
-    let kind = facts.kind_of;
+    // Each path is asked about several times below (the denyRead list and the table's fixed
+    // places alone are dozens of paths): once on disk is enough for one plan.
+    let known: std::cell::RefCell<HashMap<PathBuf, FileKind>> = Default::default();
+    let kind = |p: &Path| {
+        if let Some(k) = known.borrow().get(p) {
+            return *k;
+        }
+        let k = (facts.kind_of)(p);
+        known.borrow_mut().insert(p.to_path_buf(), k);
+        k
+    };
     let exists = |p: &Path| kind(p) != FileKind::Missing;
 
     let mut writable = writable_roots(guard);
@@ -298,9 +308,10 @@ pub fn plan(guard: &Guard, facts: &Facts, network: Network, script: Option<&Path
 
 /// The env files bash hides besides the indexed trees' (`Scan::hidden_env_files`): those in
 /// the session directory and each of its ancestors, and in the home directory, outside the
-/// trees the index covers. One directory listing each: a monorepo's root `.env` or `~/.env`
-/// is where a command would look next.
-pub fn env_files_around(guard: &Guard) -> Vec<PathBuf> {
+/// trees the index covers. One directory listing each, kept in `listings` while the
+/// directory's modification time says no name was added, removed or renamed there: a
+/// monorepo's root `.env` or `~/.env` is where a command would look next.
+pub fn env_files_around(guard: &Guard, listings: &mut EnvFileListings) -> Vec<PathBuf> {
     if !guard.hides_env_files() {
         return vec![];
     }
@@ -314,20 +325,65 @@ pub fn env_files_around(guard: &Guard) -> Vec<PathBuf> {
         if indexed.iter().any(|r| dir.starts_with(r)) {
             continue;
         }
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if entry.file_type().is_ok_and(|t| t.is_file())
-                && guard.masks_env_file(&path)
-                && !found.contains(&path)
-            {
-                found.push(path);
+        for path in listings.env_files_in(dir) {
+            if guard.masks_env_file(path) && !found.contains(path) {
+                found.push(path.clone());
             }
         }
     }
     found
+}
+
+/// The regular files named like env files in directories outside the indexed trees, each
+/// with the directory's modification time when it was listed.
+#[derive(Debug, Default)]
+pub struct EnvFileListings {
+    dirs: HashMap<PathBuf, Listing>,
+}
+
+#[derive(Debug)]
+struct Listing {
+    modified: std::time::SystemTime,
+    trusted: bool,
+    env_files: Vec<PathBuf>,
+}
+
+/// A listing taken less than this after the directory last changed is read again next time:
+/// a name added in the same tick of the file system's clock would leave its time as it was.
+const RACY_LISTING: std::time::Duration = std::time::Duration::from_secs(2);
+
+impl EnvFileListings {
+    fn env_files_in(&mut self, dir: &Path) -> &[PathBuf] {
+        let modified = std::fs::metadata(dir).and_then(|m| m.modified()).ok();
+        let fresh = match (self.dirs.get(dir), modified) {
+            (Some(l), Some(m)) => l.trusted && l.modified == m,
+            _ => false,
+        };
+        if !fresh {
+            let listed_at = std::time::SystemTime::now();
+            let env_files = std::fs::read_dir(dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+                .map(|e| e.path())
+                .filter(|p| crate::guard::is_env_file(p))
+                .collect();
+            let listing = Listing {
+                modified: modified.unwrap_or(std::time::UNIX_EPOCH),
+                trusted: modified.is_some_and(|m| {
+                    listed_at
+                        .duration_since(m)
+                        .is_ok_and(|age| age > RACY_LISTING)
+                }),
+                env_files,
+            };
+            self.dirs.insert(dir.to_path_buf(), listing);
+        }
+        self.dirs
+            .get(dir)
+            .map_or(&[][..], |l| l.env_files.as_slice())
+    }
 }
 
 /// The kind of `p` on disk, not following a final symlink (rule paths are canonical).
@@ -581,7 +637,11 @@ pub(crate) fn record(
     }
     // Hard links to the table's fixed places too (a workspace file that is also ~/.bashrc);
     // their top levels only: pi's session transcripts are many and never linked by pi.
-    for (p, _) in guard.anchors().fixed_paths() {
+    let fixed_paths = match links {
+        Links::Collect => guard.anchors().fixed_paths(),
+        Links::Skip => &[],
+    };
+    for (p, _) in fixed_paths {
         if let Ok(meta) = std::fs::symlink_metadata(p) {
             collect_linked_inodes(p, &meta, 2);
         }
@@ -882,6 +942,43 @@ mod tests {
     }
 
     #[test]
+    fn a_listing_is_kept_only_while_its_directory_is_unchanged_and_not_just_changed() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = std::fs::canonicalize(t.path()).unwrap();
+        let set_modified = |at: std::time::SystemTime| {
+            std::fs::File::open(&dir).unwrap().set_modified(at).unwrap();
+        };
+        let names = |l: &mut EnvFileListings| -> Vec<String> {
+            let mut n: Vec<String> = l
+                .env_files_in(&dir)
+                .iter()
+                .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+                .collect();
+            n.sort();
+            n
+        };
+        std::fs::write(dir.join(".env.a"), "").unwrap();
+        std::fs::write(dir.join("notes.txt"), "").unwrap();
+        let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        set_modified(long_ago);
+        let mut listings = EnvFileListings::default();
+        assert_eq!(names(&mut listings), [".env.a"]);
+        // Unchanged since: the listing is kept (a file slipped in with the old time shows it).
+        std::fs::write(dir.join(".env.hidden-by-the-test"), "").unwrap();
+        set_modified(long_ago);
+        assert_eq!(names(&mut listings), [".env.a"]);
+        std::fs::remove_file(dir.join(".env.hidden-by-the-test")).unwrap();
+        // A new name changes the directory's time: listed again.
+        std::fs::write(dir.join(".env.b"), "").unwrap();
+        assert_eq!(names(&mut listings), [".env.a", ".env.b"]);
+        // Listed right after a change: not trusted, even if the time then looks the same.
+        let just_now = std::fs::metadata(&dir).unwrap().modified().unwrap();
+        std::fs::write(dir.join(".env.c"), "").unwrap();
+        set_modified(just_now);
+        assert_eq!(names(&mut listings), [".env.a", ".env.b", ".env.c"]);
+    }
+
+    #[test]
     fn env_files_around_the_indexed_trees_are_hidden_too() {
         let t = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(t.path()).unwrap();
@@ -901,7 +998,7 @@ mod tests {
         std::os::unix::fs::symlink(root.join("home/notes.txt"), root.join("home/.env.link"))
             .unwrap();
         let g = guard("{}", &env);
-        let mut found = env_files_around(&g);
+        let mut found = env_files_around(&g, &mut EnvFileListings::default());
         found.sort();
         // The project's own are the index's; a directory or a link named like one is not.
         assert_eq!(found, [root.join(".env"), root.join("home/.env.prod")]);
@@ -945,7 +1042,7 @@ mod tests {
         // approval mode always: nothing to hide.
         let cfg = merge(crate::config::Config::defaults_for(&env), &[]).unwrap();
         let always = Guard::new(&cfg, &env, ApprovalMode::Always).unwrap();
-        assert!(env_files_around(&always).is_empty());
+        assert!(env_files_around(&always, &mut EnvFileListings::default()).is_empty());
     }
 
     #[test]

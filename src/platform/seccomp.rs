@@ -3,7 +3,9 @@
 //! surfaces, in the spirit of Docker's default profile. Pure: policy → BPF programs, built
 //! with `seccompiler`; `launch` hands each to bwrap in an unnamed file.
 //!
-//! Three programs, one per answer, since a seccompiler filter has one action for its matches:
+//! Three groups of rules, one per answer, since a seccompiler filter has one action for its
+//! matches, chained into one program (`chained`): each filter a process carries is run at
+//! every one of its system calls, and each costs a load into the kernel per command.
 //! - `EPERM`: the kernel keyring (`keyctl`, `add_key`, `request_key`), `bpf`,
 //!   `perf_event_open`, `userfaultfd`, `setns`, and `unshare`/`clone` asking for any new
 //!   namespace (a new user namespace is also refused by bwrap's `--disable-userns` where
@@ -14,7 +16,9 @@
 //!   VM's host, no raw packets).
 //!
 //! On x86_64 every rule is doubled for the x32 ABI (the same numbers with bit 30 set), which
-//! would otherwise reach the same kernel code under numbers the filter does not list.
+//! would otherwise reach the same kernel code under numbers the filter does not list, where
+//! the kernel runs x32 calls at all (`x32_reachable`; most kernels today are built without,
+//! and answer every such number ENOSYS before any system call's code runs).
 
 #[cfg(target_os = "linux")]
 use std::collections::BTreeMap;
@@ -88,11 +92,42 @@ mod linux {
         clone_flags_arg: u8,
     }
 
+    /// Whether this kernel runs x32 system calls: `getpid` under its x32 number, tried once in
+    /// a forked child (a filter above pi that kills such calls must not kill pi). A child that
+    /// does not come back with the answer counts as "reachable": the rules are kept.
+    pub(super) fn x32_reachable() -> bool {
+        static REACHABLE: once_cell::sync::OnceCell<bool> = once_cell::sync::OnceCell::new();
+        *REACHABLE.get_or_init(|| {
+            // SAFETY: the child makes one system call and exits; nothing else runs in it.
+            unsafe {
+                let pid = libc::fork();
+                if pid == 0 {
+                    let r = libc::syscall(X32_SYSCALL_BIT | libc::SYS_getpid);
+                    let enosys = r < 0 && *libc::__errno_location() == libc::ENOSYS;
+                    libc::_exit(if enosys { 0 } else { 1 });
+                }
+                if pid < 0 {
+                    return true;
+                }
+                let mut status = 0;
+                let waited = loop {
+                    let w = libc::waitpid(pid, &mut status, 0);
+                    if w >= 0 || *libc::__errno_location() != libc::EINTR {
+                        break w;
+                    }
+                };
+                let enosys =
+                    waited == pid && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+                !enosys
+            }
+        })
+    }
+
     fn arch() -> Result<Arch, SeccompError> {
         match std::env::consts::ARCH {
             "x86_64" => Ok(Arch {
                 target: TargetArch::x86_64,
-                x32: true,
+                x32: x32_reachable(),
                 clone_flags_arg: 0,
             }),
             "aarch64" => Ok(Arch {
@@ -169,6 +204,39 @@ mod linux {
             bytes.extend_from_slice(&insn.k.to_ne_bytes());
         }
         Ok(Program { purpose, bytes })
+    }
+
+    /// `programs` as one, in order: where one would allow the call, it goes on to the next
+    /// (its `ret ALLOW` becomes a jump to the next one's start, an instruction for an
+    /// instruction, so no other jump moves). Every seccompiler program begins by loading the
+    /// architecture, so none depends on what the one before left in the accumulator; and no
+    /// two of ours match the same call, so the first answer is the one separate filters
+    /// would give.
+    fn chained(purpose: &'static str, programs: &[Program]) -> Program {
+        const INSN: usize = 8;
+        let mut bytes = Vec::new();
+        for (i, p) in programs.iter().enumerate() {
+            let mut own = p.bytes.clone();
+            let len = own.len() / INSN;
+            if i + 1 < programs.len() {
+                for (at, insn) in own.chunks_exact_mut(INSN).enumerate() {
+                    let code = u16::from_ne_bytes([insn[0], insn[1]]);
+                    let k = u32::from_ne_bytes([insn[4], insn[5], insn[6], insn[7]]);
+                    if code == (libc::BPF_RET | libc::BPF_K) as u16 && k == libc::SECCOMP_RET_ALLOW
+                    {
+                        let to_next = (len - at - 1) as u32;
+                        insn[..2].copy_from_slice(
+                            &((libc::BPF_JMP | libc::BPF_JA) as u16).to_ne_bytes(),
+                        );
+                        insn[2] = 0;
+                        insn[3] = 0;
+                        insn[4..].copy_from_slice(&to_next.to_ne_bytes());
+                    }
+                }
+            }
+            bytes.extend_from_slice(&own);
+        }
+        Program { purpose, bytes }
     }
 
     /// The filters, in the order bwrap loads them; built once per process.
@@ -256,7 +324,7 @@ mod linux {
             (libc::SYS_socket, family_rules(0)?),
             (libc::SYS_socketpair, family_rules(0)?),
         ];
-        Ok(vec![
+        let groups = [
             program(
                 "keyring, bpf, perf, userfaultfd, namespaces, unix datagram sockets",
                 &arch,
@@ -270,7 +338,11 @@ mod linux {
                 sockets,
                 libc::EAFNOSUPPORT,
             )?,
-        ])
+        ];
+        Ok(vec![chained(
+            "keyring, bpf, perf, userfaultfd, namespaces, unix datagram sockets (EPERM); io_uring, clone3 (ENOSYS); socket families other than unix, inet, inet6, netlink (EAFNOSUPPORT)",
+            &groups,
+        )])
     }
 
     /// `notify_filters` as `pi-sandbox-init` reads them (`framed`), built once per process.
@@ -283,15 +355,16 @@ mod linux {
             .map_err(Clone::clone)
     }
 
-    /// The filters `pi-sandbox-init` installs inside the sandbox, in order:
+    /// The filter `pi-sandbox-init` installs inside the sandbox (installed with a listener,
+    /// which goes to the supervisor), its two parts chained:
     ///
     /// 1. every `connect` waits for the supervisor (`platform::supervisor`), which performs
-    ///    it itself on the socket it judged, with the address it read, or refuses it
-    ///    (installed with a listener, which goes to the supervisor);
+    ///    it itself on the socket it judged, with the address it read, or refuses it;
     /// 2. no filter with a listener of its own may follow: of two filters that both hand a
     ///    call to a listener, the newer one gets it, and a command's own supervisor could
     ///    let every connect through. (Current kernels refuse a second listener in one chain
-    ///    with EBUSY already; this does not depend on it.)
+    ///    with EBUSY already; this does not depend on it.) A filter answers every call made
+    ///    after it is installed, so this part holds from the moment the first does.
     ///
     /// seccompiler has no user-notification action: the first is built with `Trap` as the
     /// match action and those returns are rewritten.
@@ -336,7 +409,10 @@ mod linux {
             )],
             libc::EPERM,
         )?;
-        Ok(vec![notify, seal])
+        Ok(vec![chained(
+            "connect, judged by the supervisor; no second supervisor",
+            &[notify, seal],
+        )])
     }
 }
 
@@ -544,16 +620,37 @@ mod tests {
         }
     }
 
-    /// x32 numbers reach the same kernel code; the filter must answer before the kernel says
-    /// whether it supports x32 at all (ENOSYS where it does not).
+    /// x32 numbers reach the same kernel code where the kernel runs x32 calls: there the
+    /// filter refuses them; elsewhere the kernel answers ENOSYS before any call's code runs,
+    /// and the filter leaves the x32 rules out.
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn x32_numbers_are_refused_too() {
         let programs = kernel_filters().unwrap();
-        let got = in_filtered_child(programs, || {
-            errno_of(unsafe { libc::syscall(libc::SYS_keyctl | 0x4000_0000, 0, 0, 0, 0, 0) })
-        });
-        assert_eq!(got, libc::EPERM);
+        let x32_keyctl =
+            || errno_of(unsafe { libc::syscall(libc::SYS_keyctl | 0x4000_0000, 0, 0, 0, 0, 0) });
+        let unfiltered = in_filtered_child(&[], x32_keyctl);
+        assert_eq!(linux::x32_reachable(), unfiltered != libc::ENOSYS);
+        let want = if linux::x32_reachable() {
+            libc::EPERM
+        } else {
+            libc::ENOSYS
+        };
+        assert_eq!(in_filtered_child(programs, x32_keyctl), want);
+    }
+
+    /// One program for bwrap, one for pi-sandbox-init: each filter is run at every system
+    /// call of the command.
+    #[test]
+    fn the_rules_make_one_program_for_each_loader() {
+        assert_eq!(kernel_filters().unwrap().len(), 1);
+        let framed = notify_file().unwrap();
+        let len = u32::from_le_bytes(framed[..4].try_into().unwrap()) as usize;
+        assert_eq!(
+            framed.len(),
+            4 + len,
+            "one program in pi-sandbox-init's file"
+        );
     }
 
     mod properties {

@@ -28,8 +28,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::policy::Network;
 
-#[path = "../../crates/pi-sandbox-init/src/fd_passing.rs"]
-mod fd_passing;
+use super::fd_passing;
 
 /// A socket the user exposes (`network.allowUnixSockets`), identified by its inode.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,7 +6,8 @@
 //!
 //! 1. reads the BPF programs (built by pi-sandbox, `src/platform/seccomp.rs`: each as its
 //!    length in bytes, u32 little endian, then its instructions) from FILTER_FD;
-//! 2. installs the first with `SECCOMP_FILTER_FLAG_NEW_LISTENER`, then the others;
+//! 2. installs the first with `SECCOMP_FILTER_FLAG_NEW_LISTENER`, then the others (today
+//!    there is one);
 //! 3. sends the listener, and a sock_diag netlink socket opened here (so that it sees this
 //!    sandbox's network namespace), over LISTENER_FD (a unix socket whose other end
 //!    pi-sandbox's supervisor holds) and closes them;
@@ -19,213 +20,413 @@
 //!
 //! Any failure ends it with status 126 before PROGRAM runs: the command never runs without
 //! its filter.
+//!
+//! It links no C library and no Rust `std` (`sys`): it starts for every command, and a
+//! static glibc's start-up alone cost more than everything it does. PROGRAM is found on
+//! `PATH` as `execvp` finds it (a file that is not an executable format runs under
+//! `/bin/sh`).
 
-mod fd_passing;
+#![cfg_attr(target_os = "linux", no_std, no_main)]
+
+#[cfg(target_os = "linux")]
 mod proxy_env;
+#[cfg(target_os = "linux")]
+mod sys;
 
-use std::ffi::{CString, OsString};
-use std::io::Read;
-use std::os::fd::{FromRawFd, RawFd};
-use std::os::unix::ffi::OsStringExt;
-
-fn fail(what: &str) -> ! {
-    let e = std::io::Error::last_os_error();
-    eprintln!("pi-sandbox-init: {what}: {e}");
-    std::process::exit(126);
-}
-
-fn usage(what: &str) -> ! {
-    eprintln!(
-        "pi-sandbox-init: usage: pi-sandbox-init FILTER_FD LISTENER_FD [--proxy] -- PROGRAM ARGS... ({what})"
-    );
-    std::process::exit(126);
-}
-
-fn fd_arg(a: Option<OsString>, what: &str) -> RawFd {
-    match a
-        .and_then(|s| s.into_string().ok())
-        .and_then(|s| s.parse().ok())
-    {
-        Some(fd) if fd > 2 => fd,
-        _ => usage(what),
-    }
-}
-
-/// The programs in `framed` (see the header).
-fn programs(mut framed: &[u8]) -> Vec<&[u8]> {
-    let mut out = Vec::new();
-    while !framed.is_empty() {
-        let Some((len, rest)) = framed.split_first_chunk::<4>() else {
-            usage("a truncated filter file");
-        };
-        let len = u32::from_le_bytes(*len) as usize;
-        if len > rest.len() {
-            usage("a truncated filter file");
-        }
-        out.push(&rest[..len]);
-        framed = &rest[len..];
-    }
-    out
-}
-
-/// Installs `filter`; with `listener`, returns the listener the kernel made for it.
-fn install(filter: &[u8], listener: bool) -> RawFd {
-    if filter.is_empty() || !filter.len().is_multiple_of(8) || filter.len() / 8 > u16::MAX as usize
-    {
-        eprintln!(
-            "pi-sandbox-init: the filter is not a BPF program ({} bytes)",
-            filter.len()
-        );
-        std::process::exit(126);
-    }
-    let prog = libc::sock_fprog {
-        len: (filter.len() / 8) as u16,
-        filter: filter.as_ptr() as *mut libc::sock_filter,
-    };
-    // SAFETY: plain prctl and seccomp calls with a valid program that outlives them.
-    unsafe {
-        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-            fail("no_new_privs");
-        }
-        let flags = if listener {
-            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER
-        } else {
-            0
-        };
-        let fd = libc::syscall(
-            libc::SYS_seccomp,
-            libc::SECCOMP_SET_MODE_FILTER,
-            flags,
-            &prog as *const libc::sock_fprog,
-        );
-        if fd < 0 {
-            fail("installing the socket filter");
-        }
-        fd as RawFd
-    }
-}
-
-/// The proxy's door: a TCP socket listening on 127.0.0.1 (an ephemeral port) in this network
-/// namespace. The proxy variables point at it; the descriptor goes to pi-sandbox, which
-/// accepts from it and serves each connection as the proxy.
-fn proxy_door() -> RawFd {
-    // SAFETY: plain socket calls on a socket we own; the address is a zeroed sockaddr_in
-    // with its family, address and port set.
-    unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
-        if fd < 0 {
-            fail("opening the proxy's socket");
-        }
-        let mut addr: libc::sockaddr_in = std::mem::zeroed();
-        addr.sin_family = libc::AF_INET as libc::sa_family_t;
-        addr.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
-        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-        if libc::bind(fd, &addr as *const _ as *const libc::sockaddr, len) != 0 {
-            fail("binding the proxy's socket to 127.0.0.1");
-        }
-        if libc::listen(fd, libc::SOMAXCONN) != 0 {
-            fail("listening on the proxy's socket");
-        }
-        let mut bound: libc::sockaddr_in = std::mem::zeroed();
-        let mut bound_len = len;
-        if libc::getsockname(
-            fd,
-            &mut bound as *mut _ as *mut libc::sockaddr,
-            &mut bound_len,
-        ) != 0
-        {
-            fail("reading the proxy's port");
-        }
-        let port = u16::from_be(bound.sin_port);
-        for (name, value) in proxy_env::proxy_env(port) {
-            std::env::set_var(name, value);
-        }
-        fd
-    }
-}
-
-/// Started as `/proc/self/fd/N` (bwrap executes the executable it inherited on fd N): that
-/// fd is not the command's to inherit.
-fn keep_own_fd_from_the_command() {
-    let argv0 = std::env::args_os().next().unwrap_or_default();
-    let own_fd = argv0
-        .to_str()
-        .and_then(|a| a.strip_prefix("/proc/self/fd/"))
-        .and_then(|n| n.parse::<RawFd>().ok());
-    if let Some(fd) = own_fd.filter(|fd| *fd > 2) {
-        // SAFETY: fcntl on a descriptor number; a wrong one only fails.
-        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
-    }
-}
-
+/// Only Linux sandboxes run it.
+#[cfg(not(target_os = "linux"))]
 fn main() {
-    keep_own_fd_from_the_command();
-    let mut args = std::env::args_os().skip(1);
-    let filter_fd = fd_arg(args.next(), "FILTER_FD");
-    let socket = fd_arg(args.next(), "LISTENER_FD");
-    let mut next = args.next();
-    let proxy = next.as_deref() == Some(std::ffi::OsStr::new("--proxy"));
-    if proxy {
-        next = args.next();
+    eprintln!("pi-sandbox-init: only for Linux sandboxes");
+    std::process::exit(126);
+}
+
+#[cfg(target_os = "linux")]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    say(&[b"pi-sandbox-init: internal error"]);
+    sys::exit(126)
+}
+
+/// The prebuilt `core` names it in its unwind tables; with `panic = "abort"` nothing unwinds,
+/// so nothing calls it.
+#[cfg(target_os = "linux")]
+#[no_mangle]
+extern "C" fn rust_eh_personality() {}
+
+/// Writes `parts` and a newline to stderr.
+#[cfg(target_os = "linux")]
+fn say(parts: &[&[u8]]) {
+    for p in parts {
+        sys::write(2, p);
     }
-    if next.as_deref() != Some(std::ffi::OsStr::new("--")) {
+    sys::write(2, b"\n");
+}
+
+/// The text for an errno, as a C library would say it (the common ones).
+#[cfg(target_os = "linux")]
+fn describe(errno: isize, buf: &mut [u8; 20]) -> &[u8] {
+    match errno as i32 {
+        libc::ENOENT => b"No such file or directory",
+        libc::EACCES => b"Permission denied",
+        libc::ENOEXEC => b"Exec format error",
+        libc::E2BIG => b"Argument list too long",
+        libc::ENOMEM => b"Cannot allocate memory",
+        libc::ELOOP => b"Too many levels of symbolic links",
+        libc::ENAMETOOLONG => b"File name too long",
+        libc::ETXTBSY => b"Text file busy",
+        libc::EISDIR => b"Is a directory",
+        libc::ENOTDIR => b"Not a directory",
+        libc::EPERM => b"Operation not permitted",
+        libc::EINVAL => b"Invalid argument",
+        libc::EBADF => b"Bad file descriptor",
+        libc::EBUSY => b"Device or resource busy",
+        libc::ENOSYS => b"Function not implemented",
+        libc::EAFNOSUPPORT => b"Address family not supported by protocol",
+        _ => {
+            let n = decimal(errno as u64, buf);
+            let mut out = *b"error               ";
+            out[6..6 + n.len()].copy_from_slice(n);
+            let len = 6 + n.len();
+            buf[..len].copy_from_slice(&out[..len]);
+            &buf[..len]
+        }
+    }
+}
+
+/// `n` in decimal, in `buf`.
+#[cfg(target_os = "linux")]
+fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    &buf[at..]
+}
+
+/// Ends with status 126, saying what failed and why (`ret` is `-errno`).
+#[cfg(target_os = "linux")]
+fn fail(what: &str, ret: isize) -> ! {
+    let mut buf = [0; 20];
+    say(&[
+        b"pi-sandbox-init: ",
+        what.as_bytes(),
+        b": ",
+        describe(-ret, &mut buf),
+    ]);
+    sys::exit(126)
+}
+
+#[cfg(target_os = "linux")]
+fn usage(what: &str) -> ! {
+    say(&[
+        b"pi-sandbox-init: usage: pi-sandbox-init FILTER_FD LISTENER_FD [--proxy] -- PROGRAM ARGS... (",
+        what.as_bytes(),
+        b")",
+    ]);
+    sys::exit(126)
+}
+
+/// The bytes of the NUL-terminated string at `p`.
+///
+/// # Safety
+/// `p` must point at a NUL-terminated string that outlives the result.
+#[cfg(target_os = "linux")]
+unsafe fn c_str<'a>(p: *const u8) -> &'a [u8] {
+    let mut len = 0;
+    while *p.add(len) != 0 {
+        len += 1;
+    }
+    core::slice::from_raw_parts(p, len)
+}
+
+#[cfg(target_os = "linux")]
+fn fd_arg(a: Option<&[u8]>, what: &str) -> i32 {
+    let Some(a) = a.filter(|a| !a.is_empty() && a.len() < 10) else {
+        usage(what)
+    };
+    let mut n: i32 = 0;
+    for &c in a {
+        if !c.is_ascii_digit() {
+            usage(what);
+        }
+        n = n * 10 + (c - b'0') as i32;
+    }
+    if n <= 2 {
+        usage(what);
+    }
+    n
+}
+
+/// The programs in the filter file: each as its length in bytes (u32, little endian), then
+/// its instructions.
+#[cfg(target_os = "linux")]
+fn next_program<'a>(framed: &mut &'a [u8]) -> Option<&'a [u8]> {
+    let (len, rest) = framed.split_first_chunk::<4>()?;
+    let len = u32::from_le_bytes(*len) as usize;
+    if len > rest.len() || len == 0 || !len.is_multiple_of(8) || len / 8 > u16::MAX as usize {
+        usage("a filter file that is not BPF programs");
+    }
+    *framed = &rest[len..];
+    Some(&rest[..len])
+}
+
+/// The filter file, the environment with the proxy variables, the path being tried: kept
+/// in static buffers (there is no allocator).
+#[cfg(target_os = "linux")]
+mod buffers {
+    pub const FILTER: usize = 1 << 16;
+    pub const ENV: usize = 1 << 14;
+    pub const PATH: usize = 4096;
+    pub static mut FILTER_BYTES: [u8; FILTER] = [0; FILTER];
+    pub static mut ENVP: [*const u8; ENV] = [core::ptr::null(); ENV];
+    pub static mut PROXY_VALUES: [[u8; 64]; 8] = [[0; 64]; 8];
+    pub static mut CANDIDATE: [u8; PATH] = [0; PATH];
+    pub static mut SH_ARGV: [*const u8; 4096] = [core::ptr::null(); 4096];
+}
+
+/// Called by `_start` with the initial stack: argc, argv..., NULL, envp..., NULL.
+///
+/// # Safety
+/// Only `_start` calls it, once, with the stack the kernel set up.
+#[cfg(target_os = "linux")]
+#[no_mangle]
+unsafe extern "C" fn start(sp: *const usize) -> ! {
+    let argc = *sp;
+    let argv = sp.add(1) as *const *const u8;
+    let mut envp = argv.add(argc + 1);
+    let arg = |i: usize| (i < argc).then(|| c_str(*argv.add(i)));
+
+    // bwrap ran this from an inherited fd (`/proc/self/fd/N`): the command must not get it.
+    if let Some(n) = arg(0).and_then(|a| a.strip_prefix(b"/proc/self/fd/")) {
+        let fd = fd_arg(Some(n), "own fd");
+        sys::fcntl_setfd(fd, libc::FD_CLOEXEC);
+    }
+    let filter_fd = fd_arg(arg(1), "FILTER_FD");
+    let socket = fd_arg(arg(2), "LISTENER_FD");
+    let mut next = 3;
+    let proxy = arg(next) == Some(b"--proxy");
+    if proxy {
+        next += 1;
+    }
+    if arg(next) != Some(b"--") {
         usage("missing --");
     }
-    let argv: Vec<CString> = args
-        .map(|a| CString::new(a.into_vec()).unwrap_or_else(|_| usage("NUL in an argument")))
-        .collect();
-    if argv.is_empty() {
+    let program_at = next + 1;
+    if program_at >= argc {
         usage("no PROGRAM");
     }
-    let mut filter = Vec::new();
-    // SAFETY: the fd was handed to us for this; File takes ownership and closes it.
-    let mut file = unsafe { std::fs::File::from_raw_fd(filter_fd) };
-    if file.read_to_end(&mut filter).is_err() {
-        fail("reading the filter");
-    }
-    drop(file);
-    // SAFETY: a plain socket call.
-    let diag = unsafe {
-        libc::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-            libc::NETLINK_SOCK_DIAG,
-        )
-    };
-    if diag < 0 {
-        fail("opening a sock_diag socket");
-    }
-    let door = proxy.then(proxy_door);
-    let programs = programs(&filter);
-    let Some((first, rest)) = programs.split_first() else {
-        usage("no filter");
-    };
-    let listener = install(first, true);
-    for p in rest {
-        install(p, false);
-    }
-    let mut handed = vec![listener, diag];
-    handed.extend(door);
-    if fd_passing::send_fds(socket, &handed).is_err() {
-        fail("handing the listener to the supervisor");
-    }
-    // SAFETY: closing our own descriptors, then exec with NUL-terminated argv.
-    unsafe {
-        for fd in handed {
-            libc::close(fd);
+
+    #[allow(static_mut_refs)]
+    let filter = &mut buffers::FILTER_BYTES;
+    let mut len = 0;
+    loop {
+        if len == filter.len() {
+            usage("a filter file larger than 64 KiB");
         }
-        libc::close(socket);
-        let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
-        ptrs.push(std::ptr::null());
-        libc::execvp(ptrs[0], ptrs.as_ptr());
+        let n = sys::read(filter_fd, &mut filter[len..]);
+        if n < 0 {
+            fail("reading the filter", n);
+        }
+        if n == 0 {
+            break;
+        }
+        len += n as usize;
     }
-    // As a shell reports it: 127 when there is no such program, 126 when it cannot run.
-    let e = std::io::Error::last_os_error();
-    let program = argv[0].to_string_lossy();
-    if e.raw_os_error() == Some(libc::ENOENT) {
-        eprintln!("{program}: command not found");
-        std::process::exit(127);
+    sys::close(filter_fd);
+    let diag = sys::socket(
+        libc::AF_NETLINK,
+        libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+        libc::NETLINK_SOCK_DIAG,
+    );
+    if diag < 0 {
+        fail("opening a sock_diag socket", diag);
     }
-    eprintln!("{program}: {e}");
-    std::process::exit(126);
+    let mut handed = [diag as i32, -1, -1];
+    let mut count = 2;
+    if proxy {
+        let (door, port) = sys::listen_on_loopback().unwrap_or_else(|(what, r)| fail(what, r));
+        handed[2] = door;
+        count = 3;
+        envp = with_proxy_env(envp, port);
+    }
+    let mut framed: &[u8] = &filter[..len];
+    let Some(first) = next_program(&mut framed) else {
+        usage("no filter")
+    };
+    let r = sys::no_new_privs();
+    if r < 0 {
+        fail("no_new_privs", r);
+    }
+    let listener = sys::install_filter(first, libc::SECCOMP_FILTER_FLAG_NEW_LISTENER as u32);
+    if listener < 0 {
+        fail("installing the socket filter", listener);
+    }
+    while let Some(p) = next_program(&mut framed) {
+        let r = sys::install_filter(p, 0);
+        if r < 0 {
+            fail("installing the socket filter", r);
+        }
+    }
+    handed[1] = handed[0];
+    handed[0] = listener as i32;
+    let r = sys::send_fds(socket, &handed[..count]);
+    if r != 1 {
+        fail("handing the listener to the supervisor", r.min(-1));
+    }
+    for fd in &handed[..count] {
+        sys::close(*fd);
+    }
+    sys::close(socket);
+    exec_program(argv.add(program_at), envp)
+}
+
+/// `envp` with the proxy variables for `port` in place of any it had.
+///
+/// # Safety
+/// `envp` is the NULL-terminated environment from the initial stack.
+#[cfg(target_os = "linux")]
+unsafe fn with_proxy_env(envp: *const *const u8, port: u16) -> *const *const u8 {
+    #[allow(static_mut_refs)]
+    let (out, values) = (&mut buffers::ENVP, &mut buffers::PROXY_VALUES);
+    let mut n = 0;
+    let mut at = envp;
+    while !(*at).is_null() {
+        let entry = c_str(*at);
+        let replaced = proxy_env::PROXY_VARS.iter().any(|(name, _)| {
+            entry.len() > name.len()
+                && entry.starts_with(name.as_bytes())
+                && entry[name.len()] == b'='
+        });
+        if !replaced {
+            if n + proxy_env::PROXY_VARS.len() + 1 >= out.len() {
+                usage("an environment too large");
+            }
+            out[n] = *at;
+            n += 1;
+        }
+        at = at.add(1);
+    }
+    let mut digits = [0; 20];
+    let port = decimal(port as u64, &mut digits);
+    for ((name, scheme), value) in proxy_env::PROXY_VARS.iter().zip(values.iter_mut()) {
+        let mut w = 0;
+        for part in [
+            name.as_bytes(),
+            b"=",
+            scheme.as_bytes(),
+            b"://127.0.0.1:",
+            port,
+            b"\0",
+        ] {
+            value[w..w + part.len()].copy_from_slice(part);
+            w += part.len();
+        }
+        out[n] = value.as_ptr();
+        n += 1;
+    }
+    out[n] = core::ptr::null();
+    out.as_ptr()
+}
+
+/// Runs `argv[0]` as `execvp` would: a name with a slash as it is, another looked up on
+/// `PATH` (default `/bin:/usr/bin`); a file the kernel cannot execute (ENOEXEC) runs under
+/// `/bin/sh`. Returns only to fail: 127 when nothing was found, 126 else.
+///
+/// # Safety
+/// `argv` and `envp` are NULL-terminated arrays of NUL-terminated strings.
+#[cfg(target_os = "linux")]
+unsafe fn exec_program(argv: *const *const u8, envp: *const *const u8) -> ! {
+    let program = c_str(*argv);
+    let mut error = -(libc::ENOENT as isize);
+    if program.contains(&b'/') {
+        error = try_exec(program, argv, envp);
+    } else if !program.is_empty() {
+        let mut path: &[u8] = b"/bin:/usr/bin";
+        let mut at = envp;
+        while !(*at).is_null() {
+            if let Some(p) = c_str(*at).strip_prefix(b"PATH=") {
+                path = p;
+                break;
+            }
+            at = at.add(1);
+        }
+        let mut denied = false;
+        for dir in path.split(|c| *c == b':') {
+            let dir: &[u8] = if dir.is_empty() { b"." } else { dir };
+            #[allow(static_mut_refs)]
+            let candidate = &mut buffers::CANDIDATE;
+            if dir.len() + program.len() + 2 > candidate.len() {
+                continue;
+            }
+            candidate[..dir.len()].copy_from_slice(dir);
+            candidate[dir.len()] = b'/';
+            candidate[dir.len() + 1..dir.len() + 1 + program.len()].copy_from_slice(program);
+            let end = dir.len() + 1 + program.len();
+            let r = try_exec(&candidate[..end], argv, envp);
+            match -r as i32 {
+                libc::EACCES => denied = true,
+                libc::ENOENT | libc::ENOTDIR | libc::ESTALE | libc::ENODEV | libc::ETIMEDOUT => {}
+                _ => {
+                    error = r;
+                    break;
+                }
+            }
+        }
+        if denied && -error as i32 == libc::ENOENT {
+            error = -(libc::EACCES as isize);
+        }
+    }
+    if -error as i32 == libc::ENOENT {
+        say(&[program, b": command not found"]);
+        sys::exit(127);
+    }
+    let mut buf = [0; 20];
+    say(&[program, b": ", describe(-error, &mut buf)]);
+    sys::exit(126)
+}
+
+/// execve of `path` (not NUL-terminated here), and under `/bin/sh` if it is no executable
+/// format; returns the error.
+///
+/// # Safety
+/// As `exec_program`.
+#[cfg(target_os = "linux")]
+unsafe fn try_exec(path: &[u8], argv: *const *const u8, envp: *const *const u8) -> isize {
+    // The path with its NUL: within the candidate buffer, or a copy of a name with a slash.
+    #[allow(static_mut_refs)]
+    let candidate = &mut buffers::CANDIDATE;
+    if path.len() + 1 > candidate.len() {
+        return -(libc::ENAMETOOLONG as isize);
+    }
+    if path.as_ptr() != candidate.as_ptr() {
+        candidate[..path.len()].copy_from_slice(path);
+    }
+    candidate[path.len()] = 0;
+    let with_nul = &candidate[..path.len() + 1];
+    let r = sys::execve(with_nul, argv, envp);
+    if -r as i32 != libc::ENOEXEC {
+        return r;
+    }
+    #[allow(static_mut_refs)]
+    let sh_argv = &mut buffers::SH_ARGV;
+    sh_argv[0] = c"sh".as_ptr() as *const u8;
+    sh_argv[1] = with_nul.as_ptr();
+    let mut n = 2;
+    let mut at = argv.add(1);
+    while !(*at).is_null() {
+        if n + 1 >= sh_argv.len() {
+            return -(libc::E2BIG as isize);
+        }
+        sh_argv[n] = *at;
+        n += 1;
+        at = at.add(1);
+    }
+    sh_argv[n] = core::ptr::null();
+    sys::execve(c"/bin/sh".to_bytes_with_nul(), sh_argv.as_ptr(), envp);
+    r
 }

@@ -1,20 +1,18 @@
 //! The proxy variables a filtered command gets: shared by `pi-sandbox-init` (bwrap: the port
 //! is only known inside) and pi-sandbox (sandbox-exec: the proxy listens on the host).
+//! Constants only: `pi-sandbox-init` has no allocator.
 
-/// `HTTP_PROXY`, `HTTPS_PROXY` and `ALL_PROXY`, and their lower-case forms, for a proxy on
-/// `port` of 127.0.0.1 (HTTP and SOCKS5 on the same port; socks5h: names resolved there);
-/// npm's own settings too, which win over those when the user's environment sets them.
-pub fn proxy_env(port: u16) -> Vec<(&'static str, String)> {
-    let http = format!("http://127.0.0.1:{port}");
-    let socks = format!("socks5h://127.0.0.1:{port}");
-    vec![
-        ("HTTP_PROXY", http.clone()),
-        ("HTTPS_PROXY", http.clone()),
-        ("ALL_PROXY", socks.clone()),
-        ("http_proxy", http.clone()),
-        ("https_proxy", http.clone()),
-        ("all_proxy", socks),
-        ("npm_config_proxy", http.clone()),
-        ("npm_config_https_proxy", http),
-    ]
-}
+/// `HTTP_PROXY`, `HTTPS_PROXY` and `ALL_PROXY`, and their lower-case forms, each with the
+/// scheme of its value `<scheme>://127.0.0.1:<port>` (HTTP and SOCKS5 on the same port;
+/// socks5h: names resolved there); npm's own settings too, which win over those when the
+/// user's environment sets them.
+pub const PROXY_VARS: [(&str, &str); 8] = [
+    ("HTTP_PROXY", "http"),
+    ("HTTPS_PROXY", "http"),
+    ("ALL_PROXY", "socks5h"),
+    ("http_proxy", "http"),
+    ("https_proxy", "http"),
+    ("all_proxy", "socks5h"),
+    ("npm_config_proxy", "http"),
+    ("npm_config_https_proxy", "http"),
+];

@@ -1,5 +1,6 @@
 //! Descriptors over a unix socket (`SCM_RIGHTS`): `pi-sandbox-init` sends the filter's
-//! listener out of the sandbox, the supervisor receives it. One file, used by both crates.
+//! listener out of the sandbox (its own, libc-free `send_fds`), the supervisor receives it.
+//! `send_fds` here is the same message, for the tests.
 
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
@@ -23,7 +24,7 @@ fn message(iov: &mut libc::iovec, buf: &mut [u64], space: usize) -> libc::msghdr
 }
 
 /// Sends `fds` (with one byte of data) over `socket`.
-#[allow(dead_code)] // the supervisor only receives
+#[cfg(test)]
 pub fn send_fds(socket: RawFd, fds: &[RawFd]) -> std::io::Result<()> {
     let mut byte = [0u8; 1];
     let mut iov = libc::iovec {
@@ -52,7 +53,6 @@ pub fn send_fds(socket: RawFd, fds: &[RawFd]) -> std::io::Result<()> {
 
 /// Receives exactly `N` descriptors sent by `send_fds`; None when the other end closed, or
 /// sent something else.
-#[allow(dead_code)] // pi-sandbox-init only sends
 pub fn receive_fds<const N: usize>(socket: RawFd) -> Option<[OwnedFd; N]> {
     let mut byte = [0u8; 1];
     let mut iov = libc::iovec {
