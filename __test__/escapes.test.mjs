@@ -515,6 +515,38 @@ test("config files a repository includes are protected like .git/config: a share
   assert.equal(existsSync(marker), false, "an agent-written git config ran a command on the host");
 });
 
+test("an included git config reached through a link, or not there yet, cannot be swapped: the link, the directories on the way", async (t) => {
+  const w = makeWorld("esc-git-include-links");
+  t.after(w.cleanup);
+  userRepo(w.project);
+  const marker = path.join(w.root, "host-ran");
+  const payload = `[core]\\n\\tfsmonitor = "echo ran >> ${marker}; false"\\n`;
+  // The shared config is a link into conf/; an optional local one is not there yet.
+  mkdirSync(path.join(w.project, "conf"));
+  mkdirSync(path.join(w.project, "local"));
+  writeFileSync(path.join(w.project, "conf", "shared.cfg"), "[user]\n\tname = team\n");
+  symlinkSync("conf/shared.cfg", path.join(w.project, ".gitconfig"));
+  hostGit(w.project, "config", "include.path", "../.gitconfig");
+  hostGit(w.project, "config", "--add", "include.path", "../local/x.cfg");
+  const r = await runPi({
+    world: w,
+    script: [
+      [call("bash", { command: `rm .gitconfig && printf '${payload}' > .gitconfig; echo made1` })],
+      [call("bash", { command: `mv local local.old; echo rc2=$?; rm -rf local; echo rc3=$?; printf '${payload}' > local/x.cfg; echo made4` })],
+      [call("bash", { command: "git status --short >/dev/null && echo ok" })],
+    ],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const res = byId(r.results);
+  assert.match(res.call_0_0, /\.gitconfig was created or changed by the command and moved to /, res.call_0_0);
+  assert.match(res.call_1_0, /rc2=1/, res.call_1_0);
+  assert.match(res.call_1_0, /rc3=1/, res.call_1_0);
+  assert.match(res.call_1_0, /x\.cfg was created or changed by the command and moved to /, res.call_1_0);
+  assert.match(res.call_2_0, /^ok$/m);
+  assert.equal(hostGit(w.project, "status").status, 0);
+  assert.equal(existsSync(marker), false, "an agent-written git config ran a command on the host");
+});
+
 test("a program planted in a PATH directory the agent can write never runs on the host: pi's rg is the system's", async (t) => {
   const w = makeWorld("esc-path");
   t.after(w.cleanup);

@@ -143,14 +143,22 @@ fn dirs_for(value: &str, git_dir: &Path, worktree: &Path, home: &Path) -> Vec<Gi
         Some(rest) => home.join(rest),
         None => PathBuf::from(value),
     };
-    let path = worktree.join(expanded);
-    let path = crate::paths::canonicalize(&path).unwrap_or(path);
-    let mut out = vec![GitPath {
+    let (path, links) = resolved(&worktree.join(expanded));
+    let mut out: Vec<GitPath> = links
+        .into_iter()
+        .map(|link| GitPath {
+            path: link,
+            git_dir: git_dir.to_path_buf(),
+            why: format!("a symlink on the way to core.hooksPath = {value}"),
+            kind: GitPathKind::Hooks,
+        })
+        .collect();
+    out.push(GitPath {
         path: path.clone(),
         git_dir: git_dir.to_path_buf(),
         why: format!("core.hooksPath = {value}"),
         kind: GitPathKind::Hooks,
-    }];
+    });
     // husky 9: `.husky/_/<hook>` are generated wrappers that run `.husky/<hook>`.
     if path.file_name().is_some_and(|n| n == "_") {
         if let Some(scripts) = path.parent() {
@@ -178,6 +186,12 @@ fn dirs_for(value: &str, git_dir: &Path, worktree: &Path, home: &Path) -> Vec<Gi
         });
     }
     out
+}
+
+/// Where `named` leads, and the symlinks on the way: replacing one of them would send git
+/// elsewhere, so each is protected too (the audit moves aside what takes its place).
+fn resolved(named: &Path) -> (PathBuf, Vec<PathBuf>) {
+    crate::paths::symlinks_followed(named).unwrap_or_else(|_| (named.to_path_buf(), Vec::new()))
 }
 
 /// The topmost missing directory on the way to `path`, when more than `path` itself is
@@ -234,11 +248,12 @@ impl CoreConfig {
     /// way when more than the file is missing.
     fn included_paths(&self, git_dir: &Path, home: &Path) -> Vec<GitPath> {
         let mut out: Vec<GitPath> = Vec::new();
-        let mut todo: Vec<(usize, Include)> =
-            self.includes.iter().map(|i| (0, i.clone())).collect();
-        while let Some((depth, include)) = todo.pop() {
-            let target = include.target(home);
-            let target = crate::paths::canonicalize(&target).unwrap_or(target);
+        // (depth, include, whether git read the file naming it)
+        let mut todo: Vec<(usize, Include, bool)> =
+            self.includes.iter().map(|i| (0, i.clone(), true)).collect();
+        while let Some((depth, include, named_in_read_file)) = todo.pop() {
+            let named = include.target(home);
+            let (target, links) = resolved(&named);
             if out.iter().any(|p| p.path == target) {
                 continue;
             }
@@ -256,6 +271,14 @@ impl CoreConfig {
                     kind: GitPathKind::Config,
                 });
             }
+            for link in links {
+                out.push(GitPath {
+                    path: link,
+                    git_dir: git_dir.to_path_buf(),
+                    why: format!("a symlink on the way to a config file {why}"),
+                    kind: GitPathKind::Config,
+                });
+            }
             out.push(GitPath {
                 path: target.clone(),
                 git_dir: git_dir.to_path_buf(),
@@ -263,10 +286,12 @@ impl CoreConfig {
                 kind: GitPathKind::Config,
             });
             // git listed what the includes it took hold; one whose condition does not hold
-            // now is read here for its own includes.
-            if include.key.starts_with("includeif.") && depth + 1 < MAX_INCLUDE_DEPTH {
-                let nested = includes_in_file(&target).unwrap_or_default();
-                todo.extend(nested.into_iter().map(|i| (depth + 1, i)));
+            // now (and everything it includes in turn) is read here for its own includes,
+            // by the name git would open.
+            let unread = !named_in_read_file || include.key.starts_with("includeif.");
+            if unread && depth + 1 < MAX_INCLUDE_DEPTH {
+                let nested = includes_in_file(&named).unwrap_or_default();
+                todo.extend(nested.into_iter().map(|i| (depth + 1, i, false)));
             }
         }
         out
@@ -612,5 +637,49 @@ mod tests {
         );
         // The same for a git dir whose worktree is not known.
         assert_eq!(git_paths_of(&repo.join(".git"), &home).unwrap().len(), 8);
+    }
+
+    #[test]
+    fn includes_through_symlinks_protect_each_link_and_unread_chains_are_followed_whole() {
+        let t = tempfile::tempdir().unwrap();
+        let home = std::fs::canonicalize(t.path()).unwrap();
+        let repo = home.join("r");
+        std::fs::create_dir_all(repo.join("conf")).unwrap();
+        git(&repo, &["init", "-q", "-b", "main"]);
+        // `.gitconfig` is a link: git opens the link's name, so replacing the link would
+        // send git to another file.
+        std::fs::write(repo.join("conf/shared.cfg"), "[user]\n\tname = x\n").unwrap();
+        std::os::unix::fs::symlink("conf/shared.cfg", repo.join(".gitconfig")).unwrap();
+        git(&repo, &["config", "include.path", "../.gitconfig"]);
+        // A chain below a conditional include that does not hold now: a -> b -> c.
+        std::fs::write(repo.join("a.cfg"), "[include]\n\tpath = b.cfg\n").unwrap();
+        std::fs::write(repo.join("b.cfg"), "[include]\n\tpath = c.cfg\n").unwrap();
+        git(
+            &repo,
+            &["config", "includeIf.onbranch:release.path", "../a.cfg"],
+        );
+        let found = git_paths(&repo.join(".git"), &repo, &home);
+        let got = paths(found.clone());
+        for want in [
+            repo.join(".gitconfig"),
+            repo.join("conf/shared.cfg"),
+            repo.join("a.cfg"),
+            repo.join("b.cfg"),
+            repo.join("c.cfg"),
+        ] {
+            assert!(got.contains(&want), "{want:?} not in {got:?}");
+        }
+        let link = found.iter().find(|p| p.path == repo.join(".gitconfig"));
+        assert!(link
+            .unwrap()
+            .why
+            .starts_with("a symlink on the way to a config file"));
+        // The same for a hooks path through a link.
+        std::fs::create_dir(repo.join("real-hooks")).unwrap();
+        std::os::unix::fs::symlink("real-hooks", repo.join("hooks")).unwrap();
+        git(&repo, &["config", "core.hooksPath", "hooks/"]);
+        let got = paths(git_paths(&repo.join(".git"), &repo, &home));
+        assert!(got.contains(&repo.join("hooks")), "{got:?}");
+        assert!(got.contains(&repo.join("real-hooks")), "{got:?}");
     }
 }

@@ -182,7 +182,7 @@ pub fn canonicalize_traced(path: &Path) -> Result<(PathBuf, Vec<PathBuf>), PathE
         return Ok((canonical, Vec::new()));
     }
     let mut visited = Vec::new();
-    walk(path, Some(&mut visited))?;
+    walk(path, Some(&mut visited), None)?;
     visited.retain(|d| !canonical.starts_with(d));
     visited.sort();
     visited.dedup();
@@ -191,11 +191,25 @@ pub fn canonicalize_traced(path: &Path) -> Result<(PathBuf, Vec<PathBuf>), PathE
 
 /// Component-by-component resolution, for paths the kernel cannot open.
 fn canonicalize_by_walk(path: &Path) -> Result<PathBuf, PathError> {
-    walk(path, None)
+    walk(path, None, None)
 }
 
-/// The walk behind `canonicalize_by_walk`; records each directory it looks inside.
-fn walk(path: &Path, mut visited: Option<&mut Vec<PathBuf>>) -> Result<PathBuf, PathError> {
+/// `canonicalize`, plus the name of every symlink the kernel follows on the way (each under
+/// its resolved directory), in the order it meets them: replacing one of them sends the
+/// path elsewhere.
+pub fn symlinks_followed(path: &Path) -> Result<(PathBuf, Vec<PathBuf>), PathError> {
+    let mut links = Vec::new();
+    let resolved = walk(path, None, Some(&mut links))?;
+    Ok((resolved, links))
+}
+
+/// The walk behind `canonicalize_by_walk`; records each directory it looks inside
+/// (`visited`) and each symlink it follows (`links`).
+fn walk(
+    path: &Path,
+    mut visited: Option<&mut Vec<PathBuf>>,
+    mut links: Option<&mut Vec<PathBuf>>,
+) -> Result<PathBuf, PathError> {
     let mut pending: Vec<OsString> = Vec::new();
     push_components(path, &mut pending);
     let mut resolved = PathBuf::from("/");
@@ -224,6 +238,9 @@ fn walk(path: &Path, mut visited: Option<&mut Vec<PathBuf>>) -> Result<PathBuf, 
                     });
                 }
                 let target = std::fs::read_link(&candidate).map_err(|e| io_error(&candidate, e))?;
+                if let Some(l) = links.as_deref_mut() {
+                    l.push(candidate.clone());
+                }
                 if target.is_absolute() {
                     resolved = PathBuf::from("/");
                 }

@@ -221,6 +221,38 @@ pub fn plan(guard: &Guard, facts: &Facts, network: Network, script: Option<&Path
             kind: MountKind::ReadOnly,
         });
     }
+    // A hooks directory or included config file git would use that does not exist yet: the
+    // directories on its way are pinned too, so that none can be renamed or replaced by a
+    // link that sends git elsewhere (what the command creates in the path itself is moved
+    // aside by the audit).
+    for missing in guard
+        .git_paths()
+        .into_iter()
+        .map(|g| g.path)
+        .filter(|p| kind(p) == FileKind::Missing)
+    {
+        let Some(root) = writable
+            .iter()
+            .filter(|w| missing.starts_with(w))
+            .max_by_key(|w| w.as_os_str().len())
+        else {
+            continue;
+        };
+        for a in missing
+            .ancestors()
+            .skip(1)
+            .take_while(|a| *a != root.as_path() && a.starts_with(root))
+        {
+            // Inside a read-only directory nothing can be replaced, and no writable mount
+            // may open a hole in it.
+            if covering.iter().any(|c| is_under(a, c)) {
+                break;
+            }
+            if kind(a) == FileKind::Dir && !pinned.iter().any(|q| q == a) {
+                pinned.push(a.to_path_buf());
+            }
+        }
+    }
     mounts.extend(pinned.into_iter().map(|path| Mount {
         path,
         kind: MountKind::Writable,
@@ -335,7 +367,7 @@ pub fn env_files_around(guard: &Guard, listings: &mut EnvFileListings) -> Vec<Pa
 }
 
 /// The regular files named like env files in directories outside the indexed trees, each
-/// with the directory's modification time when it was listed.
+/// with the directory's identity and times when it was listed.
 #[derive(Debug, Default)]
 pub struct EnvFileListings {
     dirs: HashMap<PathBuf, Listing>,
@@ -343,24 +375,42 @@ pub struct EnvFileListings {
 
 #[derive(Debug)]
 struct Listing {
-    modified: std::time::SystemTime,
+    /// Device, inode, modification and change times (seconds, nanoseconds): a name added,
+    /// removed or renamed changes both times; the change time cannot be set back.
+    stamp: DirStamp,
     trusted: bool,
     env_files: Vec<PathBuf>,
 }
 
+type DirStamp = (u64, u64, (i64, i64), (i64, i64));
+
+fn dir_stamp(dir: &Path) -> Option<DirStamp> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(dir).ok()?;
+    Some((
+        m.dev(),
+        m.ino(),
+        (m.mtime(), m.mtime_nsec()),
+        (m.ctime(), m.ctime_nsec()),
+    ))
+}
+
 /// A listing taken less than this after the directory last changed is read again next time:
-/// a name added in the same tick of the file system's clock would leave its time as it was.
+/// a name added in the same tick of the file system's clock would leave its times as they
+/// were.
 const RACY_LISTING: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl EnvFileListings {
     fn env_files_in(&mut self, dir: &Path) -> &[PathBuf] {
-        let modified = std::fs::metadata(dir).and_then(|m| m.modified()).ok();
-        let fresh = match (self.dirs.get(dir), modified) {
-            (Some(l), Some(m)) => l.trusted && l.modified == m,
+        let stamp = dir_stamp(dir);
+        let fresh = match (self.dirs.get(dir), stamp) {
+            (Some(l), Some(s)) => l.trusted && l.stamp == s,
             _ => false,
         };
         if !fresh {
-            let listed_at = std::time::SystemTime::now();
+            let listed_at = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
             let env_files = std::fs::read_dir(dir)
                 .into_iter()
                 .flatten()
@@ -369,12 +419,16 @@ impl EnvFileListings {
                 .map(|e| e.path())
                 .filter(|p| crate::guard::is_env_file(p))
                 .collect();
+            let changed_at = |s: &DirStamp| {
+                let (secs, nanos) = s.3;
+                std::time::Duration::new(secs.max(0) as u64, nanos.clamp(0, 999_999_999) as u32)
+            };
             let listing = Listing {
-                modified: modified.unwrap_or(std::time::UNIX_EPOCH),
-                trusted: modified.is_some_and(|m| {
+                stamp: stamp.unwrap_or_default(),
+                trusted: stamp.is_some_and(|s| {
                     listed_at
-                        .duration_since(m)
-                        .is_ok_and(|age| age > RACY_LISTING)
+                        .checked_sub(changed_at(&s))
+                        .is_some_and(|age| age > RACY_LISTING)
                 }),
                 env_files,
             };
@@ -945,9 +999,6 @@ mod tests {
     fn a_listing_is_kept_only_while_its_directory_is_unchanged_and_not_just_changed() {
         let t = tempfile::tempdir().unwrap();
         let dir = std::fs::canonicalize(t.path()).unwrap();
-        let set_modified = |at: std::time::SystemTime| {
-            std::fs::File::open(&dir).unwrap().set_modified(at).unwrap();
-        };
         let names = |l: &mut EnvFileListings| -> Vec<String> {
             let mut n: Vec<String> = l
                 .env_files_in(&dir)
@@ -959,23 +1010,26 @@ mod tests {
         };
         std::fs::write(dir.join(".env.a"), "").unwrap();
         std::fs::write(dir.join("notes.txt"), "").unwrap();
-        let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
-        set_modified(long_ago);
         let mut listings = EnvFileListings::default();
+        // Listed right after a change: read again next time.
         assert_eq!(names(&mut listings), [".env.a"]);
-        // Unchanged since: the listing is kept (a file slipped in with the old time shows it).
-        std::fs::write(dir.join(".env.hidden-by-the-test"), "").unwrap();
-        set_modified(long_ago);
+        assert!(!listings.dirs[&dir].trusted);
+        std::thread::sleep(RACY_LISTING + std::time::Duration::from_millis(100));
         assert_eq!(names(&mut listings), [".env.a"]);
-        std::fs::remove_file(dir.join(".env.hidden-by-the-test")).unwrap();
-        // A new name changes the directory's time: listed again.
+        assert!(
+            listings.dirs[&dir].trusted,
+            "an unchanged, settled directory is kept"
+        );
+        // A name added, with the modification time set back, is still seen: the change
+        // time moved, and no one can set it back.
+        let modified = std::fs::metadata(&dir).unwrap().modified().unwrap();
         std::fs::write(dir.join(".env.b"), "").unwrap();
+        std::fs::File::open(&dir)
+            .unwrap()
+            .set_modified(modified)
+            .unwrap();
         assert_eq!(names(&mut listings), [".env.a", ".env.b"]);
-        // Listed right after a change: not trusted, even if the time then looks the same.
-        let just_now = std::fs::metadata(&dir).unwrap().modified().unwrap();
-        std::fs::write(dir.join(".env.c"), "").unwrap();
-        set_modified(just_now);
-        assert_eq!(names(&mut listings), [".env.a", ".env.b", ".env.c"]);
+        assert!(!listings.dirs[&dir].trusted);
     }
 
     #[test]

@@ -272,6 +272,9 @@ unsafe extern "C" fn start(sp: *const usize) -> ! {
             fail("installing the socket filter", r);
         }
     }
+    if !framed.is_empty() {
+        usage("a filter file that is not BPF programs");
+    }
     handed[1] = handed[0];
     handed[0] = listener as i32;
     let r = sys::send_fds(socket, &handed[..count]);
@@ -344,7 +347,10 @@ unsafe fn exec_program(argv: *const *const u8, envp: *const *const u8) -> ! {
     let program = c_str(*argv);
     let mut error = -(libc::ENOENT as isize);
     if program.contains(&b'/') {
-        error = try_exec(program, argv, envp);
+        error = match set_candidate(&[program]) {
+            Some(len) => try_exec(len, argv, envp),
+            None => -(libc::ENAMETOOLONG as isize),
+        };
     } else if !program.is_empty() {
         let mut path: &[u8] = b"/bin:/usr/bin";
         let mut at = envp;
@@ -358,16 +364,10 @@ unsafe fn exec_program(argv: *const *const u8, envp: *const *const u8) -> ! {
         let mut denied = false;
         for dir in path.split(|c| *c == b':') {
             let dir: &[u8] = if dir.is_empty() { b"." } else { dir };
-            #[allow(static_mut_refs)]
-            let candidate = &mut buffers::CANDIDATE;
-            if dir.len() + program.len() + 2 > candidate.len() {
+            let Some(len) = set_candidate(&[dir, b"/", program]) else {
                 continue;
-            }
-            candidate[..dir.len()].copy_from_slice(dir);
-            candidate[dir.len()] = b'/';
-            candidate[dir.len() + 1..dir.len() + 1 + program.len()].copy_from_slice(program);
-            let end = dir.len() + 1 + program.len();
-            let r = try_exec(&candidate[..end], argv, envp);
+            };
+            let r = try_exec(len, argv, envp);
             match -r as i32 {
                 libc::EACCES => denied = true,
                 libc::ENOENT | libc::ENOTDIR | libc::ESTALE | libc::ENODEV | libc::ETIMEDOUT => {}
@@ -390,31 +390,45 @@ unsafe fn exec_program(argv: *const *const u8, envp: *const *const u8) -> ! {
     sys::exit(126)
 }
 
-/// execve of `path` (not NUL-terminated here), and under `/bin/sh` if it is no executable
-/// format; returns the error.
+/// Puts `parts` one after the other into the candidate buffer; their length, or None when
+/// they do not fit with a NUL after them.
+#[cfg(target_os = "linux")]
+fn set_candidate(parts: &[&[u8]]) -> Option<usize> {
+    // SAFETY: the only reference to the buffer while this runs (nothing else runs).
+    #[allow(static_mut_refs)]
+    let candidate = unsafe { &mut buffers::CANDIDATE };
+    let mut len = 0;
+    for part in parts {
+        if len + part.len() + 1 > candidate.len() {
+            return None;
+        }
+        candidate[len..len + part.len()].copy_from_slice(part);
+        len += part.len();
+    }
+    Some(len)
+}
+
+/// execve of the first `len` bytes of the candidate buffer, and under `/bin/sh` if it is
+/// no executable format; returns the error.
 ///
 /// # Safety
-/// As `exec_program`.
+/// As `exec_program`; no reference into the candidate buffer is live.
 #[cfg(target_os = "linux")]
-unsafe fn try_exec(path: &[u8], argv: *const *const u8, envp: *const *const u8) -> isize {
-    // The path with its NUL: within the candidate buffer, or a copy of a name with a slash.
+unsafe fn try_exec(len: usize, argv: *const *const u8, envp: *const *const u8) -> isize {
     #[allow(static_mut_refs)]
     let candidate = &mut buffers::CANDIDATE;
-    if path.len() + 1 > candidate.len() {
+    if len + 1 > candidate.len() {
         return -(libc::ENAMETOOLONG as isize);
     }
-    if path.as_ptr() != candidate.as_ptr() {
-        candidate[..path.len()].copy_from_slice(path);
-    }
-    candidate[path.len()] = 0;
-    let with_nul = &candidate[..path.len() + 1];
+    candidate[len] = 0;
+    let with_nul = &candidate[..len + 1];
     let r = sys::execve(with_nul, argv, envp);
     if -r as i32 != libc::ENOEXEC {
         return r;
     }
     #[allow(static_mut_refs)]
     let sh_argv = &mut buffers::SH_ARGV;
-    sh_argv[0] = c"sh".as_ptr() as *const u8;
+    sh_argv[0] = c"/bin/sh".as_ptr() as *const u8;
     sh_argv[1] = with_nul.as_ptr();
     let mut n = 2;
     let mut at = argv.add(1);
