@@ -195,25 +195,32 @@ pub fn plan(guard: &Guard, facts: &Facts, network: Network, script: Option<&Path
         true
     });
     placeholders.retain(|p| read_only.contains(p));
-    let mut pinned: Vec<PathBuf> = Vec::new();
-    for p in read_only {
+    // The directories between a path and the writable root it lies in (the deepest first).
+    let between = |p: &Path| -> Vec<PathBuf> {
         let Some(root) = writable
             .iter()
             .filter(|w| p.starts_with(w))
             .max_by_key(|w| w.as_os_str().len())
         else {
-            continue;
+            return vec![];
         };
+        p.ancestors()
+            .skip(1)
+            .take_while(|a| *a != root.as_path() && a.starts_with(root))
+            .map(Path::to_path_buf)
+            .collect()
+    };
+    let mut pinned: Vec<PathBuf> = Vec::new();
+    for p in read_only {
+        if !writable.iter().any(|w| p.starts_with(w)) {
+            continue;
+        }
         // Every directory between the writable root and the protected path becomes a mount
         // point too: a mount point cannot be renamed or removed (EBUSY), so the command
         // cannot move `.git` aside and re-create `.git/hooks` under the old name.
-        for a in p
-            .ancestors()
-            .skip(1)
-            .take_while(|a| *a != root.as_path() && a.starts_with(root))
-        {
-            if !pinned.iter().any(|q| q == a) {
-                pinned.push(a.to_path_buf());
+        for a in between(&p) {
+            if !pinned.contains(&a) {
+                pinned.push(a);
             }
         }
         mounts.push(Mount {
@@ -231,25 +238,14 @@ pub fn plan(guard: &Guard, facts: &Facts, network: Network, script: Option<&Path
         .map(|g| g.path)
         .filter(|p| kind(p) == FileKind::Missing)
     {
-        let Some(root) = writable
-            .iter()
-            .filter(|w| missing.starts_with(w))
-            .max_by_key(|w| w.as_os_str().len())
-        else {
-            continue;
-        };
-        for a in missing
-            .ancestors()
-            .skip(1)
-            .take_while(|a| *a != root.as_path() && a.starts_with(root))
-        {
+        for a in between(&missing) {
             // Inside a read-only directory nothing can be replaced, and no writable mount
             // may open a hole in it.
-            if covering.iter().any(|c| is_under(a, c)) {
+            if covering.iter().any(|c| is_under(&a, c)) {
                 break;
             }
-            if kind(a) == FileKind::Dir && !pinned.iter().any(|q| q == a) {
-                pinned.push(a.to_path_buf());
+            if kind(&a) == FileKind::Dir && !pinned.contains(&a) {
+                pinned.push(a);
             }
         }
     }
