@@ -1,8 +1,8 @@
 // Tests of the addon's exported API and of the CLI, on real files in a throwaway tree.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { spawnSync } from "node:child_process";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -274,6 +274,55 @@ test("one command at a time: its audit belongs to its handle, and a second waits
   // bad input to the async API is an error with a code, as for the sync one
   assert.throws(() => s.prepareBashAsync("true", "sideways"), /unknown network mode "sideways"/);
   assert.throws(() => Sandbox.loadAsync({ cwd: "relative" }), /cwd must be absolute/);
+});
+
+test("two sessions in one project at once: a repository one makes while the other's command runs gets no live hook from it", { skip: addon.sandboxCapability().kind !== "bwrap" && "needs bubblewrap" }, async (t) => {
+  const w = world();
+  t.after(w.cleanup);
+  const git = (cwd, ...args) => spawnSync("git", ["-c", "user.email=u@h", "-c", "user.name=u", ...args], { cwd, encoding: "utf8", env: { ...process.env, HOME: cwd, GIT_CONFIG_NOSYSTEM: "1" } });
+  const marker = path.join(w.root, "host-ran");
+  // A vendored repository with its hooks in its worktree, made by the user before.
+  const lib = path.join(w.cwd, "vendor", "lib");
+  mkdirSync(path.join(lib, "githooks"), { recursive: true });
+  git(lib, "init", "-q", "-b", "main");
+  writeFileSync(path.join(lib, "githooks", "pre-commit"), "#!/bin/sh\nexit 0\n");
+  chmodSync(path.join(lib, "githooks", "pre-commit"), 0o755);
+  git(lib, "config", "core.hooksPath", "githooks");
+  // Two pi sessions on the same project (as two pi processes would have).
+  const a = await Sandbox.loadAsync({ cwd: w.cwd, home: w.home, agentDir: w.agentDir, approvalMode: "ask" });
+  const b = await Sandbox.loadAsync({ cwd: w.cwd, home: w.home, agentDir: w.agentDir, approvalMode: "ask" });
+  const hook = `#!/bin/sh\necho ran >> ${marker}\n`;
+  const pa = await a.prepareBashAsync(
+    `while [ ! -e go ]; do sleep 0.02; done; printf 'echo ran >> ${marker}\\n' >> vendor/lib/githooks/pre-commit; echo rcA=$?; printf '${hook.replace(/\n/g, "\\n")}' > vendor/new/.git/hooks/post-commit && chmod +x vendor/new/.git/hooks/post-commit && echo planted`,
+    "off",
+  );
+  assert.equal(pa.verdict, "sandboxed", pa.reason);
+  const running = new Promise((resolve) => {
+    const c = spawn(pa.program, pa.args, { cwd: w.cwd, stdio: ["ignore", "pipe", "pipe", ...pa.fds] });
+    let out = "";
+    c.stdout.on("data", (d) => (out += d));
+    c.stderr.on("data", (d) => (out += d));
+    c.on("close", (code) => resolve({ code, out }));
+  });
+  pa.release();
+  // Meanwhile the other session's command makes a new repository, then lets the first go on.
+  const pb = await b.prepareBashAsync("git init -q vendor/new && touch go && echo made", "off");
+  assert.equal(pb.verdict, "sandboxed", pb.reason);
+  const rb = spawnSync(pb.program, pb.args, { cwd: w.cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe", ...pb.fds] });
+  assert.match(rb.stdout, /made/, rb.stderr);
+  assert.deepEqual(await pb.finishAsync(), []);
+  const ra = await running;
+  assert.match(ra.out, /rcA=1/, ra.out);
+  assert.match(ra.out, /planted/, ra.out);
+  const findings = await pa.finishAsync();
+  assert.ok(findings.some((f) => /vendor\/new\/\.git\/hooks.* was created or changed by the command and moved to/.test(f)), JSON.stringify(findings));
+  // The user's commits in both repositories run nothing the first command wrote.
+  for (const dir of [lib, path.join(w.cwd, "vendor", "new")]) {
+    writeFileSync(path.join(dir, "c.txt"), "c\n");
+    git(dir, "add", "c.txt");
+    assert.equal(git(dir, "commit", "-qm", "user").status, 0);
+  }
+  assert.equal(existsSync(marker), false, "a hook written by the first session's command ran on the host");
 });
 
 test("the async file backends judge like the sync ones and reject with the same codes", async (t) => {
