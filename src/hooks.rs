@@ -138,12 +138,53 @@ pub fn config_files(git_dir: &Path, home: &Path) -> Vec<PathBuf> {
     ]
 }
 
-fn dirs_for(value: &str, git_dir: &Path, worktree: &Path, home: &Path) -> Vec<GitPath> {
-    let expanded = match value.strip_prefix("~/") {
-        Some(rest) => home.join(rest),
-        None => PathBuf::from(value),
+/// A path value as git expands it (`git config --path`): `~/` is the user's home, `~name/`
+/// that user's (from the user database; left as written when there is no such user, where
+/// git itself refuses the value).
+fn expand_home(value: &str, home: &Path) -> PathBuf {
+    let Some(after) = value.strip_prefix('~') else {
+        return PathBuf::from(value);
     };
-    let (path, links) = resolved(&worktree.join(expanded));
+    let (user, rest) = after.split_once('/').unwrap_or((after, ""));
+    let dir = if user.is_empty() {
+        Some(home.to_path_buf())
+    } else {
+        home_of(user)
+    };
+    match dir {
+        Some(d) if rest.is_empty() => d,
+        Some(d) => d.join(rest),
+        None => PathBuf::from(value),
+    }
+}
+
+/// The home directory of the user `name`, from the user database.
+fn home_of(name: &str) -> Option<PathBuf> {
+    let name = std::ffi::CString::new(name).ok()?;
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut buf = vec![0 as libc::c_char; 16 * 1024];
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer is to a live buffer of the size given; on success `found`
+    // points at `pwd`, whose strings live in `buf`.
+    let rc = unsafe {
+        libc::getpwnam_r(
+            name.as_ptr(),
+            &mut pwd,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut found,
+        )
+    };
+    if rc != 0 || found.is_null() || pwd.pw_dir.is_null() {
+        return None;
+    }
+    // SAFETY: getpwnam_r succeeded: pw_dir is a NUL-terminated string in `buf`.
+    let dir = unsafe { std::ffi::CStr::from_ptr(pwd.pw_dir) };
+    Some(PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes())))
+}
+
+fn dirs_for(value: &str, git_dir: &Path, worktree: &Path, home: &Path) -> Vec<GitPath> {
+    let (path, links) = resolved(&worktree.join(expand_home(value, home)));
     let mut out: Vec<GitPath> = links
         .into_iter()
         .map(|link| GitPath {
@@ -231,10 +272,7 @@ struct Include {
 impl Include {
     /// The file it names: relative to the directory of the file naming it, as git has it.
     fn target(&self, home: &Path) -> PathBuf {
-        let value = match self.value.strip_prefix("~/") {
-            Some(rest) => home.join(rest),
-            None => PathBuf::from(&self.value),
-        };
+        let value = expand_home(&self.value, home);
         match self.from.parent() {
             Some(dir) => dir.join(value),
             None => value,
@@ -611,6 +649,17 @@ mod tests {
         );
         // From the user's global config, with `~/`.
         std::fs::write(home.join(".gitconfig"), "[include]\n\tpath = ~/extra.cfg\n").unwrap();
+        // `~name/` is that user's home, as git expands it.
+        #[cfg(target_os = "linux")]
+        assert_eq!(
+            expand_home("~root/x.cfg", &home),
+            PathBuf::from("/root/x.cfg")
+        );
+        assert_eq!(expand_home("~/x.cfg", &home), home.join("x.cfg"));
+        assert_eq!(
+            expand_home("~no-such-user-here/x", &home),
+            PathBuf::from("~no-such-user-here/x")
+        );
         let found = git_paths(&repo.join(".git"), &repo, &home);
         assert!(found.iter().all(|p| p.kind == GitPathKind::Config));
         let mut got = paths(found.clone());
