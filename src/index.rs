@@ -199,6 +199,22 @@ impl Index {
         f(&|dir| tree.git_dir(dir))
     }
 
+    /// The repository whose worktree holds `dir` (looking no higher than `top`), as
+    /// `hooks::repo_within` finds it on disk, from what the index knows: None when it cannot
+    /// say (not built, not trusted, or a directory on the way not indexed). Asked right after
+    /// a judgement that brought the index up to date (`with_git_dirs`), so it reads no events
+    /// itself: a `.git` made in between is as late as one made after a look at the disk.
+    pub fn repo_within(&self, dir: &Path, top: &Path) -> Option<Option<(PathBuf, PathBuf)>> {
+        let state = self.lock();
+        let State::Ready(tree) = &*state else {
+            return None;
+        };
+        if tree.lost.is_some() {
+            return None;
+        }
+        tree.repo_within(dir, top)
+    }
+
     /// Waits until the first build is done (a query would wait for it too; this lets a caller
     /// wait without holding its own locks).
     pub fn wait_ready(&self) {
@@ -342,6 +358,9 @@ impl Tree {
         Err(Lost::Abandon("no file watcher on this platform yet".into()))
     }
     fn git_dir(&self, _dir: &Path) -> Option<bool> {
+        None
+    }
+    fn repo_within(&self, _dir: &Path, _top: &Path) -> Option<Option<(PathBuf, PathBuf)>> {
         None
     }
 }
@@ -714,6 +733,30 @@ impl Tree {
         self.nodes.get(dir).and_then(|n| n.dir).map(|d| d.git_dir)
     }
 
+    /// `Index::repo_within` on the nodes: every directory on the way must be one the walk
+    /// reached, and a `.git` that is not a directory is looked at on disk (a gitfile, or
+    /// something git would not take for one).
+    fn repo_within(&self, dir: &Path, top: &Path) -> Option<Option<(PathBuf, PathBuf)>> {
+        for d in dir.ancestors().take_while(|a| a.starts_with(top)) {
+            let indexed = self.roots.iter().any(|r| r == d)
+                || self.nodes.get(d).is_some_and(|n| n.dir.is_some());
+            if !indexed {
+                return None;
+            }
+            let dot_git = d.join(".git");
+            match self.nodes.get(&dot_git) {
+                Some(n) if n.dir.is_some() => return Some(Some((dot_git, d.to_path_buf()))),
+                Some(_) => {
+                    if let Some(found) = crate::hooks::repo_within(d, d) {
+                        return Some(Some(found));
+                    }
+                }
+                None => {}
+            }
+        }
+        Some(None)
+    }
+
     /// The scan from the nodes; the roots' own git-dir test is kept current by `update`.
     fn assemble(&self, roots: &[PathBuf]) -> Scan {
         let mut scan = Scan::default();
@@ -921,6 +964,46 @@ mod root_tests {
         std::fs::create_dir_all(cwd.join("hooks")).unwrap();
         check(&index, &w, "root made a git dir");
         assert_eq!(index.rebuilds(), 1);
+    }
+
+    #[test]
+    fn the_repository_around_a_path_is_what_the_disk_says() {
+        let w = world();
+        let cwd = w.guard.env().cwd.clone();
+        for d in ["a/b/c", "vendor/lib/src/deep", "sub/x", "plain/y"] {
+            std::fs::create_dir_all(cwd.join(d)).unwrap();
+        }
+        std::fs::create_dir_all(cwd.join("vendor/lib/.git")).unwrap();
+        std::fs::create_dir_all(cwd.join("modules/sub")).unwrap();
+        std::fs::write(cwd.join("sub/.git"), "gitdir: ../modules/sub\n").unwrap();
+        std::fs::write(cwd.join("plain/.git"), "not a gitfile\n").unwrap();
+        let index = Index::start(&w.guard);
+        index.wait_ready();
+        let agree = |step: &str| {
+            // As the session asks: right after a judgement brought the index up to date.
+            index.with_git_dirs(|_| ());
+            for d in [
+                "a/b/c",
+                "vendor/lib/src/deep",
+                "vendor/lib",
+                "sub/x",
+                "plain/y",
+                "new/dir",
+            ] {
+                let dir = cwd.join(d);
+                let disk = crate::hooks::repo_within(&dir, &cwd);
+                match index.repo_within(&dir, &cwd) {
+                    Some(known) => assert_eq!(known, disk, "{step}: {d}"),
+                    // Only where a directory on the way is not indexed (not made yet).
+                    None => assert!(!dir.exists(), "{step}: the index could not say for {d}"),
+                }
+            }
+        };
+        agree("built");
+        // A repository appears where there was none, and one goes.
+        std::fs::create_dir_all(cwd.join("a/.git")).unwrap();
+        std::fs::remove_dir_all(cwd.join("vendor/lib/.git")).unwrap();
+        agree("changed");
     }
 }
 

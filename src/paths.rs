@@ -300,7 +300,19 @@ pub struct Canonicalizer {
     /// names up in it without walking the whole path again.
     parents: std::collections::HashMap<PathBuf, Option<(PathBuf, Option<std::fs::File>)>>,
     open_dirs: usize,
+    /// For a parent many rules name (`~/...` in a long denyRead list): its listing, name →
+    /// whether it is a symlink, read once instead of a lookup per rule.
+    listings: std::collections::HashMap<PathBuf, Listing>,
 }
+
+/// A parent's names looked up so far, or its whole listing once they were many.
+enum Listing {
+    Counting(usize),
+    Listed(std::collections::HashMap<std::ffi::OsString, bool>),
+}
+
+/// After this many names looked up in one directory, it is listed instead.
+const LIST_AFTER: usize = 32;
 
 /// Directories a `Canonicalizer` keeps open at most: a config with rules in thousands of
 /// directories must not eat the process's file descriptors.
@@ -321,9 +333,26 @@ impl Canonicalizer {
                     Some((real, dir))
                 });
                 if let Some((real, dir)) = known {
-                    let usable = match dir {
-                        Some(dir) => name_is_not_a_link(dir, name),
-                        None => match std::fs::symlink_metadata(path) {
+                    let listing = self
+                        .listings
+                        .entry(parent.to_path_buf())
+                        .or_insert(Listing::Counting(0));
+                    if let Listing::Counting(n) = listing {
+                        *n += 1;
+                        if *n > LIST_AFTER {
+                            if let Some(names) = list_links(real) {
+                                *listing = Listing::Listed(names);
+                            }
+                        }
+                    }
+                    let listed = match listing {
+                        Listing::Listed(names) => Some(names.get(name).is_none_or(|link| !link)),
+                        Listing::Counting(_) => None,
+                    };
+                    let usable = match (listed, dir) {
+                        (Some(not_a_link), _) => not_a_link,
+                        (None, Some(dir)) => name_is_not_a_link(dir, name),
+                        (None, None) => match std::fs::symlink_metadata(path) {
                             Ok(m) => !m.file_type().is_symlink(),
                             Err(e) => e.kind() == io::ErrorKind::NotFound,
                         },
@@ -344,6 +373,19 @@ impl Canonicalizer {
     pub fn resolve(&mut self, raw: &str, home: &Path, cwd: &Path) -> Result<PathBuf, PathError> {
         self.canonicalize(&expand(raw, home, cwd)?)
     }
+}
+
+/// The names in `dir`, each with whether it is a symlink (from the listing's file types; a
+/// name whose type the file system does not say is asked about). None when it cannot be
+/// listed.
+fn list_links(dir: &Path) -> Option<std::collections::HashMap<std::ffi::OsString, bool>> {
+    let mut names = std::collections::HashMap::new();
+    for e in std::fs::read_dir(dir).ok()? {
+        let e = e.ok()?;
+        let link = e.file_type().ok()?.is_symlink();
+        names.insert(e.file_name(), link);
+    }
+    Some(names)
 }
 
 fn open_dir(path: &Path) -> Option<std::fs::File> {
@@ -529,6 +571,29 @@ mod canonicalizer_tests {
             }
         }
         assert_eq!(c.open_dirs, OPEN_PARENTS);
+        // Many names in one directory: past `LIST_AFTER` it is listed once, and answers the
+        // same for files, links, links to directories and missing names.
+        let many = root.join("many");
+        std::fs::create_dir(&many).unwrap();
+        std::os::unix::fs::symlink(root.join("real"), many.join("dirlink")).unwrap();
+        std::os::unix::fs::symlink(root.join("real/file"), many.join("filelink")).unwrap();
+        std::fs::write(many.join("plain"), "").unwrap();
+        for i in 0..(LIST_AFTER + 8) {
+            for name in [
+                format!("missing-{i}"),
+                "dirlink".into(),
+                "filelink".into(),
+                "plain".into(),
+            ] {
+                let p = many.join(&name);
+                assert_eq!(
+                    c.canonicalize(&p).ok(),
+                    canonicalize(&p).ok(),
+                    "many/{name}"
+                );
+            }
+        }
+        assert!(matches!(c.listings.get(&many), Some(Listing::Listed(_))));
     }
 }
 

@@ -775,7 +775,13 @@ impl Session {
         let (Some(root), Some(dir)) = (guard.writable_root(&d.path), d.path.parent()) else {
             return false;
         };
-        match crate::hooks::repo_within(dir, root) {
+        // The index knows where the `.git`s are; the disk answers where it cannot say.
+        let found = self
+            .index
+            .as_ref()
+            .and_then(|i| i.repo_within(dir, root))
+            .unwrap_or_else(|| crate::hooks::repo_within(dir, root));
+        match found {
             Some((git_dir, worktree)) => {
                 self.update_git_paths(guard, std::iter::once((git_dir, Some(worktree))))
             }
