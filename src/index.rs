@@ -92,6 +92,9 @@ struct Tree {
     dirs: HashMap<Wd, PathBuf>,
     #[cfg(target_os = "linux")]
     wd_of: HashMap<PathBuf, Wd>,
+    /// `repo_within`'s answers since the last change the events reported: dir → (top, found).
+    #[allow(clippy::type_complexity)]
+    repos_around: HashMap<PathBuf, (PathBuf, Option<(PathBuf, PathBuf)>)>,
 }
 
 enum State {
@@ -205,8 +208,8 @@ impl Index {
     /// a judgement that brought the index up to date (`with_git_dirs`), so it reads no events
     /// itself: a `.git` made in between is as late as one made after a look at the disk.
     pub fn repo_within(&self, dir: &Path, top: &Path) -> Option<Option<(PathBuf, PathBuf)>> {
-        let state = self.lock();
-        let State::Ready(tree) = &*state else {
+        let mut state = self.lock();
+        let State::Ready(tree) = &mut *state else {
             return None;
         };
         if tree.lost.is_some() {
@@ -360,7 +363,7 @@ impl Tree {
     fn git_dir(&self, _dir: &Path) -> Option<bool> {
         None
     }
-    fn repo_within(&self, _dir: &Path, _top: &Path) -> Option<Option<(PathBuf, PathBuf)>> {
+    fn repo_within(&mut self, _dir: &Path, _top: &Path) -> Option<Option<(PathBuf, PathBuf)>> {
         None
     }
 }
@@ -382,6 +385,7 @@ impl Tree {
             events: vec![0u8; 64 * 1024].into_boxed_slice(),
             dirs: HashMap::new(),
             wd_of: HashMap::new(),
+            repos_around: HashMap::new(),
         };
         let mut seen = HashSet::new();
         for r in &roots {
@@ -696,6 +700,9 @@ impl Tree {
             }
         }
         let dirty = self.dirty()?;
+        if !dirty.is_empty() {
+            self.repos_around.clear();
+        }
         let mut seen = HashSet::new();
         for (dir, _) in &dirty {
             // A root replaced, moved, or made (or unmade) a git dir: judged anew whole.
@@ -735,8 +742,21 @@ impl Tree {
 
     /// `Index::repo_within` on the nodes: every directory on the way must be one the walk
     /// reached, and a `.git` that is not a directory is looked at on disk (a gitfile, or
-    /// something git would not take for one).
-    fn repo_within(&self, dir: &Path, top: &Path) -> Option<Option<(PathBuf, PathBuf)>> {
+    /// something git would not take for one). Answers are kept until the next change the
+    /// events report (writes come to the same few directories, one decision after another).
+    fn repo_within(&mut self, dir: &Path, top: &Path) -> Option<Option<(PathBuf, PathBuf)>> {
+        if let Some((t, found)) = self.repos_around.get(dir) {
+            if t == top {
+                return Some(found.clone());
+            }
+        }
+        let found = self.repo_within_nodes(dir, top)?;
+        self.repos_around
+            .insert(dir.to_path_buf(), (top.to_path_buf(), found.clone()));
+        Some(found)
+    }
+
+    fn repo_within_nodes(&self, dir: &Path, top: &Path) -> Option<Option<(PathBuf, PathBuf)>> {
         for d in dir.ancestors().take_while(|a| a.starts_with(top)) {
             let indexed = self.roots.iter().any(|r| r == d)
                 || self.nodes.get(d).is_some_and(|n| n.dir.is_some());
