@@ -122,16 +122,19 @@ pub fn git_paths_of(git_dir: &Path, home: &Path) -> Option<Vec<GitPath>> {
     Some(out)
 }
 
-/// The config files whose change can change what `git_paths` says of `git_dir`, besides
-/// the files it includes (`GitPathKind::Config` entries): its own, and the user's and the
-/// system's.
-pub fn config_files(git_dir: &Path, home: &Path) -> Vec<PathBuf> {
+/// The config files of `git_dir` whose change can change what `git_paths` says of it,
+/// besides those of every repository (`user_config_files`) and the files it includes
+/// (`GitPathKind::Config` entries).
+pub fn repo_config_files(git_dir: &Path) -> [PathBuf; 2] {
+    [git_dir.join("config"), git_dir.join("config.worktree")]
+}
+
+/// The user's and the system's config files, which git reads for every repository.
+pub fn user_config_files(home: &Path) -> [PathBuf; 3] {
     let xdg = std::env::var_os("XDG_CONFIG_HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|| home.join(".config"));
-    vec![
-        git_dir.join("config"),
-        git_dir.join("config.worktree"),
+    [
         home.join(".gitconfig"),
         xdg.join("git/config"),
         PathBuf::from("/etc/gitconfig"),
@@ -184,22 +187,15 @@ fn home_of(name: &str) -> Option<PathBuf> {
 }
 
 fn dirs_for(value: &str, git_dir: &Path, worktree: &Path, home: &Path) -> Vec<GitPath> {
-    let (path, links) = resolved(&worktree.join(expand_home(value, home)));
-    let mut out: Vec<GitPath> = links
-        .into_iter()
-        .map(|link| GitPath {
-            path: link,
-            git_dir: git_dir.to_path_buf(),
-            why: format!("a symlink on the way to core.hooksPath = {value}"),
-            kind: GitPathKind::Hooks,
-        })
-        .collect();
-    out.push(GitPath {
+    let why = format!("core.hooksPath = {value}");
+    let named = worktree.join(expand_home(value, home));
+    let (path, way) = way_to(&named, git_dir, GitPathKind::Hooks, &why);
+    let mut out = vec![GitPath {
         path: path.clone(),
         git_dir: git_dir.to_path_buf(),
-        why: format!("core.hooksPath = {value}"),
+        why,
         kind: GitPathKind::Hooks,
-    });
+    }];
     // husky 9: `.husky/_/<hook>` are generated wrappers that run `.husky/<hook>`.
     if path.file_name().is_some_and(|n| n == "_") {
         if let Some(scripts) = path.parent() {
@@ -214,25 +210,37 @@ fn dirs_for(value: &str, git_dir: &Path, worktree: &Path, home: &Path) -> Vec<Gi
             });
         }
     }
-    // Not there yet, two or more levels missing (`tools/hooks` without `tools`): a `tools`
-    // made as a link would take git elsewhere, where no rule names the hooks. The first
-    // missing directory is protected whole until it exists.
-    let missing = first_missing_ancestor(&path).filter(|m| out.iter().all(|h| h.path != *m));
-    if let Some(first_missing) = missing {
-        out.push(GitPath {
-            path: first_missing,
-            git_dir: git_dir.to_path_buf(),
-            why: format!("the missing directory on the way to core.hooksPath = {value}"),
-            kind: GitPathKind::Hooks,
-        });
-    }
+    let way: Vec<GitPath> = way
+        .into_iter()
+        .filter(|w| out.iter().all(|h| h.path != w.path))
+        .collect();
+    out.extend(way);
     out
 }
 
-/// Where `named` leads, and the symlinks on the way: replacing one of them would send git
-/// elsewhere, so each is protected too (the audit moves aside what takes its place).
-fn resolved(named: &Path) -> (PathBuf, Vec<PathBuf>) {
-    crate::paths::symlinks_followed(named).unwrap_or_else(|_| (named.to_path_buf(), Vec::new()))
+/// Where git's name `named` for a path leads, and what keeps that way from changing: each
+/// symlink on it (replacing one would send git elsewhere; the audit moves aside what takes
+/// its place) and, when more than the path itself is missing, the first missing directory
+/// (`tools` for `tools/hooks`: made as a link it would take git elsewhere, so it is
+/// protected whole until it exists). `what` names the path in their reasons.
+fn way_to(named: &Path, git_dir: &Path, kind: GitPathKind, what: &str) -> (PathBuf, Vec<GitPath>) {
+    let (target, links) = crate::paths::symlinks_followed(named)
+        .unwrap_or_else(|_| (named.to_path_buf(), Vec::new()));
+    let entry = |path: PathBuf, why: String| GitPath {
+        path,
+        git_dir: git_dir.to_path_buf(),
+        why,
+        kind,
+    };
+    let mut way: Vec<GitPath> = links
+        .into_iter()
+        .map(|link| entry(link, format!("a symlink on the way to {what}")))
+        .collect();
+    way.extend(
+        first_missing_ancestor(&target)
+            .map(|m| entry(m, format!("the missing directory on the way to {what}"))),
+    );
+    (target, way)
 }
 
 /// The topmost missing directory on the way to `path`, when more than `path` itself is
@@ -291,32 +299,18 @@ impl CoreConfig {
             self.includes.iter().map(|i| (0, i.clone(), true)).collect();
         while let Some((depth, include, named_in_read_file)) = todo.pop() {
             let named = include.target(home);
-            let (target, links) = resolved(&named);
-            if out.iter().any(|p| p.path == target) {
-                continue;
-            }
             let why = format!(
                 "included by {} ({} = {})",
                 include.from.display(),
                 include.key,
                 include.value
             );
-            if let Some(first_missing) = first_missing_ancestor(&target) {
-                out.push(GitPath {
-                    path: first_missing,
-                    git_dir: git_dir.to_path_buf(),
-                    why: format!("the missing directory on the way to a config file {why}"),
-                    kind: GitPathKind::Config,
-                });
+            let what = format!("a config file {why}");
+            let (target, way) = way_to(&named, git_dir, GitPathKind::Config, &what);
+            if out.iter().any(|p| p.path == target) {
+                continue;
             }
-            for link in links {
-                out.push(GitPath {
-                    path: link,
-                    git_dir: git_dir.to_path_buf(),
-                    why: format!("a symlink on the way to a config file {why}"),
-                    kind: GitPathKind::Config,
-                });
-            }
+            out.extend(way);
             out.push(GitPath {
                 path: target.clone(),
                 git_dir: git_dir.to_path_buf(),

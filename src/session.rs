@@ -692,11 +692,15 @@ impl Session {
             return false;
         };
         let home = &self.options.env.home;
-        // What git reads for `git_dir`: its config files and the ones they include.
-        let config_files = |git_dir: &Path, paths: &[GitPath]| {
-            let mut files = crate::hooks::config_files(git_dir, home);
+        // What git reads for `git_dir`: the user's and system's config (stamped once for
+        // all), its own config files and the ones they include.
+        let users = stamp_of(&crate::hooks::user_config_files(home));
+        let stamp_for = |git_dir: &Path, paths: &[GitPath]| {
+            let mut files = crate::hooks::repo_config_files(git_dir).to_vec();
             files.extend(included_files(paths));
-            files
+            let mut stamp = users.clone();
+            stamp.extend(stamp_of(&files));
+            stamp
         };
         let mut known = self.repo_git_paths.borrow_mut();
         let mut changed = false;
@@ -705,7 +709,7 @@ impl Session {
                 continue;
             }
             let before = known.get(&git_dir);
-            let stamp = stamp_of(&config_files(&git_dir, before.map_or(&[], |(_, p)| p)));
+            let stamp = stamp_for(&git_dir, before.map_or(&[], |(_, p)| p));
             if before.is_some_and(|(s, _)| *s == stamp) {
                 continue;
             }
@@ -723,7 +727,7 @@ impl Session {
             let stamp = if same_includes {
                 stamp
             } else {
-                stamp_of(&config_files(&git_dir, &paths))
+                stamp_for(&git_dir, &paths)
             };
             let protected = protected_git_paths(&loaded.config, paths.clone());
             changed |= guard.replace_git_paths_of(&git_dir, protected);
