@@ -62,10 +62,23 @@ fn say(parts: &[&[u8]]) {
     sys::write(2, b"\n");
 }
 
+/// Writes `parts`, what `errno` means, and a newline to stderr.
+#[cfg(target_os = "linux")]
+fn say_error(parts: &[&[u8]], errno: isize) {
+    for p in parts {
+        sys::write(2, p);
+    }
+    let mut digits = [0; 20];
+    match describe(errno) {
+        Some(text) => say(&[text]),
+        None => say(&[b"error ", decimal(errno as u64, &mut digits)]),
+    }
+}
+
 /// The text for an errno, as a C library would say it (the common ones).
 #[cfg(target_os = "linux")]
-fn describe(errno: isize, buf: &mut [u8; 20]) -> &[u8] {
-    match errno as i32 {
+fn describe(errno: isize) -> Option<&'static [u8]> {
+    Some(match errno as i32 {
         libc::ENOENT => b"No such file or directory",
         libc::EACCES => b"Permission denied",
         libc::ENOEXEC => b"Exec format error",
@@ -82,15 +95,8 @@ fn describe(errno: isize, buf: &mut [u8; 20]) -> &[u8] {
         libc::EBUSY => b"Device or resource busy",
         libc::ENOSYS => b"Function not implemented",
         libc::EAFNOSUPPORT => b"Address family not supported by protocol",
-        _ => {
-            let n = decimal(errno as u64, buf);
-            let mut out = *b"error               ";
-            out[6..6 + n.len()].copy_from_slice(n);
-            let len = 6 + n.len();
-            buf[..len].copy_from_slice(&out[..len]);
-            &buf[..len]
-        }
-    }
+        _ => return None,
+    })
 }
 
 /// `n` in decimal, in `buf`.
@@ -111,13 +117,7 @@ fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
 /// Ends with status 126, saying what failed and why (`ret` is `-errno`).
 #[cfg(target_os = "linux")]
 fn fail(what: &str, ret: isize) -> ! {
-    let mut buf = [0; 20];
-    say(&[
-        b"pi-sandbox-init: ",
-        what.as_bytes(),
-        b": ",
-        describe(-ret, &mut buf),
-    ]);
+    say_error(&[b"pi-sandbox-init: ", what.as_bytes(), b": "], -ret);
     sys::exit(126)
 }
 
@@ -385,8 +385,7 @@ unsafe fn exec_program(argv: *const *const u8, envp: *const *const u8) -> ! {
         say(&[program, b": command not found"]);
         sys::exit(127);
     }
-    let mut buf = [0; 20];
-    say(&[program, b": ", describe(-error, &mut buf)]);
+    say_error(&[program, b": "], -error);
     sys::exit(126)
 }
 
