@@ -23,29 +23,41 @@ test("the footer shows the mode and how bash runs; /sandbox shows each rule's so
   assert.match(report.message, /Network for bash: filtered \(the default: the config lists domains\)\n\s+network\.allowedDomains and network\.deniedDomains are ENFORCED/);
 });
 
-test("the footer follows the config: BROKEN when it breaks mid-session, back when it is fixed", async (t) => {
-  const { mkdirSync, writeFileSync } = await import("node:fs");
-  const path = await import("node:path");
-  const w = makeWorld("rpcfooter");
-  t.after(w.cleanup);
-  const config = path.join(w.agentDir, "extensions", "sandbox.json");
-  mkdirSync(path.dirname(config), { recursive: true });
-  const read = { name: "read", arguments: { path: "src" } };
-  let ended = 0;
-  const r = await runPiRpc({
-    world: w,
-    script: [[read], [read], [read]],
-    onMessage: (msg) => {
-      if (msg.type !== "tool_execution_end") return;
-      ended++;
-      // Between the calls, the user breaks the file, then fixes it.
-      if (ended === 1) writeFileSync(config, '{"mode": ');
-      if (ended === 2) writeFileSync(config, '{"mode": "read-only"}');
-    },
+// The footer is refreshed wherever a config file is re-read: a file tool's check and bash's
+// prepare. The approvals store breaking mid-session is told once.
+for (const [tool, args] of [
+  ["read", { path: "src" }],
+  ["bash", { command: "true" }],
+]) {
+  test(`the footer follows the config through ${tool} calls: BROKEN when it breaks mid-session, back when it is fixed`, async (t) => {
+    const { mkdirSync, writeFileSync } = await import("node:fs");
+    const path = await import("node:path");
+    const w = makeWorld(`rpcfooter${tool}`);
+    t.after(w.cleanup);
+    const config = path.join(w.agentDir, "extensions", "sandbox.json");
+    mkdirSync(path.dirname(config), { recursive: true });
+    const call = { name: tool, arguments: args };
+    let ended = 0;
+    const r = await runPiRpc({
+      world: w,
+      script: [[call], [call], [call]],
+      onMessage: (msg) => {
+        if (msg.type !== "tool_execution_end") return;
+        ended++;
+        // Between the calls, the user breaks the file (and the approvals store), then fixes it.
+        if (ended === 1) {
+          writeFileSync(config, '{"mode": ');
+          writeFileSync(path.join(w.agentDir, "sandbox-approvals.json"), "{ not json");
+        }
+        if (ended === 2) writeFileSync(config, '{"mode": "read-only"}');
+      },
+    });
+    assert.equal(r.code, 0, r.stderr);
+    const statuses = r.uiEvents.filter((e) => e.method === "setStatus").map((e) => e.statusText);
+    const broken = statuses.findIndex((s) => /BROKEN config/.test(s));
+    assert.ok(broken > 0, JSON.stringify(statuses));
+    assert.ok(statuses.slice(broken).some((s) => s.startsWith("sandbox: read-only")), JSON.stringify(statuses));
+    const notices = r.uiEvents.filter((e) => e.method === "notify" && /sandbox-approvals\.json/.test(e.message));
+    assert.equal(notices.length, 1, JSON.stringify(r.uiEvents));
   });
-  assert.equal(r.code, 0, r.stderr);
-  const statuses = r.uiEvents.filter((e) => e.method === "setStatus").map((e) => e.statusText);
-  const broken = statuses.findIndex((s) => /BROKEN config/.test(s));
-  assert.ok(broken > 0, JSON.stringify(statuses));
-  assert.ok(statuses.slice(broken).some((s) => s.startsWith("sandbox: read-only")), JSON.stringify(statuses));
-});
+}

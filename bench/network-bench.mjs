@@ -1,7 +1,8 @@
 // Benchmark (not a test): what filtered network costs. Side by side, interleaved so that
 // machine noise hits all alike:
 //   1. Throughput of a 1 GiB transfer through HTTP CONNECT: direct loopback; our proxy
-//      (Sandbox.startHostProxy, in a process of its own); @anthropic-ai/sandbox-runtime
+//      (Sandbox.startHostProxy, in a process of its own); the floor (`netbench floor`: the
+//      least any CONNECT proxy can do, a bare splice relay); @anthropic-ai/sandbox-runtime
 //      0.0.78's HTTP proxy (in a process of its own); and ours end to end, from a filtered
 //      command inside bwrap through its door in the network namespace. Sender and receiver
 //      are socat with 256 KiB buffers, the file in the page cache.
@@ -86,6 +87,7 @@ const env = { ...process.env, PI_CODING_AGENT_DIR: agentDir };
 
 const ours = await helper(process.execPath, [path.join(repo, "bench", "proxy-server.mjs"), "ours"]);
 const srt = await helper(process.execPath, [path.join(repo, "bench", "proxy-server.mjs"), "srt"]);
+const floor = await helper(netbench, ["floor"]);
 const sandbox = await Sandbox.loadAsync({ cwd, home, agentDir, approvalMode: "ask" });
 if (sandbox.error) throw new Error(sandbox.error.message);
 
@@ -110,6 +112,7 @@ try {
   const transfers = {
     "direct loopback": () => timed("socat", ["-u", "-b", "262144", `TCP:127.0.0.1:${sender.port}`, sink]),
     "ours (host proxy)": () => timed("socat", ["-u", "-b", "262144", via(ours.port), sink]),
+    "floor: a bare splice relay (netbench floor)": () => timed("socat", ["-u", "-b", "262144", via(floor.port), sink]),
     "sandbox-runtime 0.0.78": () => timed("socat", ["-u", "-b", "262144", via(srt.port, srt.auth), sink]),
     "ours, from inside bwrap (filtered)": async () => {
       const p = await sandbox.prepareBashAsync(`exec socat -u -b 262144 ${via("${HTTP_PROXY##*:}")} ${sink}`, "filtered");
@@ -142,7 +145,7 @@ try {
   // A native client and echo server (examples/netbench.rs): the proxies' time, not a
   // JavaScript event loop's.
   const echo = await helper(netbench, ["echo"]);
-  const targets = { direct: [], ours: [String(ours.port)], "sandbox-runtime 0.0.78": [String(srt.port), srt.auth] };
+  const targets = { direct: [], ours: [String(ours.port)], floor: [String(floor.port)], "sandbox-runtime 0.0.78": [String(srt.port), srt.auth] };
   const latencyOf = (concurrency, per, proxy) =>
     new Promise((resolve, reject) => {
       const child = spawn(netbench, ["latency", String(echo.port), String(concurrency), String(per), ...proxy.filter(Boolean)], {
@@ -252,5 +255,6 @@ try {
 } finally {
   ours.stop();
   srt.stop();
+  floor.stop();
   rmSync(root, { recursive: true, force: true });
 }

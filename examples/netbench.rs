@@ -7,25 +7,22 @@
 //!       CONCURRENCY threads each make PER_THREAD connections one after the other: connect
 //!       (to the proxy, then `CONNECT 127.0.0.1:TARGET_PORT` and its 200), one byte out and
 //!       back. Prints each connection's time in microseconds, one per line.
+//!   netbench floor
+//!       the least any CONNECT proxy can do, as a reference for ours: a thread per connection
+//!       reads the head, connects to the `CONNECT` target, answers 200 and moves the bytes
+//!       with `splice` (a blocking thread per direction, 1 MiB pipes) — no judging, no
+//!       logging, no limits. Listens and prints its port like `echo`.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
 use std::time::Instant;
 
-fn echo() {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+fn serve_until_stdin_ends(listener: TcpListener, handle: fn(TcpStream)) {
     println!("{}", listener.local_addr().expect("addr").port());
     std::thread::spawn(move || {
-        for mut conn in listener.incoming().flatten() {
-            std::thread::spawn(move || {
-                let _ = conn.set_nodelay(true);
-                let mut buf = [0u8; 4096];
-                while let Ok(n) = conn.read(&mut buf) {
-                    if n == 0 || conn.write_all(&buf[..n]).is_err() {
-                        break;
-                    }
-                }
-            });
+        for conn in listener.incoming().flatten() {
+            std::thread::spawn(move || handle(conn));
         }
     });
     let mut line = String::new();
@@ -34,6 +31,108 @@ fn echo() {
         .map(|n| n > 0)
         .unwrap_or(false)
     {}
+}
+
+fn echo_one(mut conn: TcpStream) {
+    let _ = conn.set_nodelay(true);
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = conn.read(&mut buf) {
+        if n == 0 || conn.write_all(&buf[..n]).is_err() {
+            break;
+        }
+    }
+}
+
+/// `from` → pipe → `to` until `from` ends, then half-closes `to`.
+fn splice_one_way(from: &TcpStream, to: &TcpStream) {
+    let mut fds = [0; 2];
+    // SAFETY: a fresh pipe; its ends are closed below.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return;
+    }
+    // SAFETY: the pipe's write end, just made.
+    unsafe { libc::fcntl(fds[1], libc::F_SETPIPE_SZ, 1 << 20) };
+    'moving: loop {
+        // SAFETY: descriptors we hold, no offsets.
+        let n = unsafe {
+            libc::splice(
+                from.as_raw_fd(),
+                std::ptr::null_mut(),
+                fds[1],
+                std::ptr::null_mut(),
+                1 << 20,
+                libc::SPLICE_F_MOVE,
+            )
+        };
+        if n <= 0 {
+            break;
+        }
+        let mut left = n as usize;
+        while left > 0 {
+            // SAFETY: as above.
+            let m = unsafe {
+                libc::splice(
+                    fds[0],
+                    std::ptr::null_mut(),
+                    to.as_raw_fd(),
+                    std::ptr::null_mut(),
+                    left,
+                    libc::SPLICE_F_MOVE,
+                )
+            };
+            if m <= 0 {
+                break 'moving;
+            }
+            left -= m as usize;
+        }
+    }
+    let _ = to.shutdown(Shutdown::Write);
+    // SAFETY: the pipe's two ends, not used after this.
+    unsafe {
+        libc::close(fds[0]);
+        libc::close(fds[1]);
+    }
+}
+
+fn floor_one(client: TcpStream) {
+    let _ = client.set_nodelay(true);
+    let mut reader = BufReader::new(&client);
+    let mut request = String::new();
+    if reader.read_line(&mut request).is_err() {
+        return;
+    }
+    loop {
+        let mut line = String::new();
+        match reader.read_line(&mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) if line == "\r\n" => break,
+            Ok(_) => {}
+        }
+    }
+    let Some(target) = request.split(' ').nth(1) else {
+        return;
+    };
+    let Ok(upstream) = TcpStream::connect(target) else {
+        return;
+    };
+    let _ = upstream.set_nodelay(true);
+    if (&client)
+        .write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+        .is_err()
+    {
+        return;
+    }
+    let (c, u) = (
+        client.try_clone().expect("clone"),
+        upstream.try_clone().expect("clone"),
+    );
+    let up = std::thread::spawn(move || splice_one_way(&c, &u));
+    splice_one_way(&upstream, &client);
+    let _ = up.join();
+}
+
+fn echo() {
+    serve_until_stdin_ends(TcpListener::bind("127.0.0.1:0").expect("bind"), echo_one);
 }
 
 fn base64(input: &[u8]) -> String {
@@ -93,6 +192,9 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("echo") => echo(),
+        Some("floor") => {
+            serve_until_stdin_ends(TcpListener::bind("127.0.0.1:0").expect("bind"), floor_one)
+        }
         Some("latency") => {
             let num = |i: usize| args[i].parse::<u64>().expect("a number");
             let (target, threads, per) = (num(1) as u16, num(2), num(3));
@@ -117,7 +219,7 @@ fn main() {
             print!("{out}");
         }
         _ => {
-            eprintln!("usage: netbench echo | netbench latency TARGET CONCURRENCY PER_THREAD [PROXY [USER:PASS]]");
+            eprintln!("usage: netbench echo | netbench floor | netbench latency TARGET CONCURRENCY PER_THREAD [PROXY [USER:PASS]]");
             std::process::exit(2);
         }
     }

@@ -222,13 +222,16 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		if (disabledByFlag()) return "unsandboxed";
 		if (!addon) return new Error(addonLoadFailure(addonError));
 		let prepared: PreparedCommand;
-		let s: SandboxHandle;
+		let s: SandboxHandle | undefined;
 		try {
 			s = await sessionSandbox();
 			current ??= s;
 			prepared = await s.prepareBashAsync(command, network());
 		} catch (e) {
 			return e as Error;
+		} finally {
+			// Preparing re-read changed config files: the footer shows what holds now.
+			if (s && uiCtx) status(uiCtx, s);
 		}
 		if (prepared.verdict === "sandboxed") return prepared;
 		if (prepared.verdict === "unsandboxed") return "unsandboxed";
@@ -397,8 +400,15 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		return { operations: sandboxed("print") };
 	});
 
+	/** The approvals store's trouble (corrupt, newer version) last told to the user. */
+	let toldNotice: string | null = null;
 	const status = (ctx: ExtensionContext, s: SandboxHandle | undefined) => {
-		if (addon) showStatus(ctx, s, addon.sandboxCapability(), network() ?? s?.defaultNetwork ?? "off");
+		if (!addon) return;
+		// The store can break (or be mended) mid-session: each new notice is told once.
+		const notice = s?.approvalsNotice ?? null;
+		if (notice && notice !== toldNotice) ctx.ui.notify(`pi-sandbox-rs: ${notice}`, "warning");
+		toldNotice = notice;
+		showStatus(ctx, s, addon.sandboxCapability(), network() ?? s?.defaultNetwork ?? "off");
 	};
 
 	pi.on("session_start", async (_event, ctx) => {
@@ -420,7 +430,6 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		}
 		const s = await session(ctx);
 		if (s?.error) ctx.ui.notify(`pi-sandbox-rs: ${s.error.message}`, "error");
-		if (s?.approvalsNotice) ctx.ui.notify(`pi-sandbox-rs: ${s.approvalsNotice}`, "warning");
 		// pi runs rg, fd and others on the host from PATH: none from where the agent writes.
 		if (s) narrowHostPath((p) => s.hostPath(p));
 		const bash = await addon.probeCapability();

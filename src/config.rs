@@ -674,44 +674,77 @@ fn read_layer(file: &Path) -> Result<Option<String>, ConfigError> {
 /// only when `trust_of(file, sha256)` says its content is trusted (see `trust`); what it
 /// would widen is kept in `Config::project` either way.
 pub fn load(env: &Env, trust_of: &dyn Fn(&Path, &str) -> Trust) -> Result<Config, ConfigError> {
-    let global = env.global_config();
-    let global_text = read_layer(&global)?;
-    let base = merge(Config::defaults_for(env), &[(global, global_text)])?;
+    let base = below_project(env)?;
     let project = env.project_config();
     let Some(text) = read_layer(&project)? else {
         let mut cfg = base;
         cfg.layers.push((project, false));
         return Ok(cfg);
     };
-    let wanted = merge(base.clone(), &[(project.clone(), Some(text.clone()))])?;
+    let meaning = project_meaning(env, &base, &text)?;
+    let trust = if meaning.widenings.is_empty() {
+        Trust::Trusted
+    } else {
+        trust_of(&project, &meaning.sha256)
+    };
+    let mut cfg = if trust == Trust::Trusted {
+        meaning.wanted
+    } else {
+        meaning.restricted
+    };
+    cfg.project = Some(ProjectLayer {
+        file: project,
+        sha256: meaning.sha256,
+        widenings: meaning.widenings,
+        trust,
+    });
+    Ok(cfg)
+}
+
+/// The defaults and the global file: what the project file is judged against.
+fn below_project(env: &Env) -> Result<Config, ConfigError> {
+    let global = env.global_config();
+    let global_text = read_layer(&global)?;
+    merge(Config::defaults_for(env), &[(global, global_text)])
+}
+
+/// What a project file holding `text` would mean over `base`.
+struct ProjectMeaning {
+    /// Everything in it applied.
+    wanted: Config,
+    /// Only what tightens applied.
+    restricted: Config,
+    widenings: Vec<crate::trust::Widening>,
+    /// The key a trust answer about it is stored under.
+    sha256: String,
+}
+
+fn project_meaning(env: &Env, base: &Config, text: &str) -> Result<ProjectMeaning, ConfigError> {
+    let project = env.project_config();
+    let wanted = merge(base.clone(), &[(project.clone(), Some(text.to_string()))])?;
     let resolve = |raw: &str| crate::paths::resolve(raw, &env.home, &env.cwd).ok();
-    let (restricted, widenings) = crate::trust::restrict(&base, &wanted, &project, &resolve);
-    // The key a trust answer is stored under: the content, and what its widening entries
-    // resolve to now. A symlink swapped in under a listed directory later changes what the
-    // same bytes mean, and so asks again.
-    let mut meaning = text.clone();
+    let (restricted, widenings) = crate::trust::restrict(base, &wanted, &project, &resolve);
+    // The content, and what its widening entries resolve to now: a symlink swapped in under a
+    // listed directory later changes what the same bytes mean, and so asks again.
+    let mut meaning = text.to_string();
     for w in &widenings {
         meaning.push('\0');
         meaning.push_str(&w.what);
     }
-    let sha256 = crate::approvals::content_hash(meaning.as_bytes());
-    let trust = if widenings.is_empty() {
-        Trust::Trusted
-    } else {
-        trust_of(&project, &sha256)
-    };
-    let mut cfg = if trust == Trust::Trusted {
-        wanted
-    } else {
-        restricted
-    };
-    cfg.project = Some(ProjectLayer {
-        file: project,
-        sha256,
+    Ok(ProjectMeaning {
+        wanted,
+        restricted,
+        sha256: crate::approvals::content_hash(meaning.as_bytes()),
         widenings,
-        trust,
-    });
-    Ok(cfg)
+    })
+}
+
+/// The trust key of a project file holding `text` (as `load` computes it, against the
+/// global file as it is now), and whether that content widens anything (content that does
+/// not needs no trust).
+pub fn project_trust_key(env: &Env, text: &str) -> Result<(String, bool), ConfigError> {
+    let meaning = project_meaning(env, &below_project(env)?, text)?;
+    Ok((meaning.sha256, !meaning.widenings.is_empty()))
 }
 
 #[cfg(test)]

@@ -1295,18 +1295,23 @@ impl Session {
                     &dir,
                     "user: write prompt (allow for this project)",
                 )?;
-                if !trusted {
+                if trusted {
+                    format!("in {}", file.display())
+                } else {
                     // The file's other widening rules are not trusted, so the file does not
                     // apply as a whole: the grant holds for this session meanwhile.
                     self.session_writes.push((
                         dir.clone(),
                         Source::Runtime(format!(
-                            "allowed by the user for this project ({} is not trusted yet)",
+                            "allowed by the user for this project ({} is not trusted)",
                             file.display()
                         )),
                     ));
+                    format!(
+                        "in {} (and for this session, as that file is not trusted: /sandbox trust)",
+                        file.display()
+                    )
                 }
-                format!("in {}", file.display())
             }
             WriteScope::Global => {
                 let file = env.global_config();
@@ -1332,9 +1337,12 @@ impl Session {
             .map_err(|e| e.to_string())
     }
 
-    /// Adds `entry` to the list `at` of the project's config file. A file the user trusted
-    /// (or that widened nothing) stays trusted with the entry added: the change is the
-    /// user's own. Returns whether the file applies (is trusted) after the change.
+    /// Adds `entry` to the list `at` of the project's config file. The answer about the
+    /// content it had just before the edit (trusted, or declined) carries over to the edited
+    /// content: the change is the user's own. That answer is looked up for the text read
+    /// here, not for what was loaded when the prompt opened (a change someone else made while
+    /// the dialog was open is not trusted by it), and the new key is computed from the text
+    /// written, not read back. Returns whether the file applies (is trusted) after the change.
     fn add_to_project_file(
         &mut self,
         at: ListKey,
@@ -1342,37 +1350,46 @@ impl Session {
         entry: &str,
         granted_by: &str,
     ) -> Result<bool, String> {
-        let file = self.options.env.project_config();
-        let keep_trust = self
-            .state
-            .as_ref()
-            .ok()
-            .and_then(|l| l.config.project.as_ref())
-            .is_none_or(|p| p.trust == Trust::Trusted);
-        add_list_entry(&file, at, inherited, entry)?;
-        if !keep_trust {
-            return Ok(false);
-        }
-        // Trust is keyed by the content and what its paths resolve to now (see
-        // `config::load`): loaded again to learn the new key.
-        self.reload();
-        let key = self
-            .project_layer()
-            .map(|p| p.sha256.clone())
-            .ok_or_else(|| format!("{} could not be loaded after the grant", file.display()))?;
-        self.store()?
-            .grant(
-                Scope::Always,
-                Grant::ProjectTrust {
-                    file,
-                    sha256: key,
-                    trusted: true,
-                },
-                &self.session_id(),
-                granted_by,
-            )
+        let env = self.options.env.clone();
+        let file = env.project_config();
+        // The store as it is now (another pi may have answered meanwhile).
+        let granted = self
+            .store()?
+            .load(&self.session_id())
             .map_err(|e| e.to_string())?;
-        Ok(true)
+        let before = read_config_text(&file)?;
+        let answered = match &before {
+            None => Some(true),
+            Some(text) => {
+                let (key, widens) =
+                    config::project_trust_key(&env, text).map_err(|e| e.to_string())?;
+                match granted.trust(&file) {
+                    _ if !widens => Some(true),
+                    Some((hash, trusted)) if hash == key => Some(trusted),
+                    _ => None,
+                }
+            }
+        };
+        let after = crate::config_edit::with_entry(&file, before.as_deref(), at, inherited, entry)
+            .map_err(|e| e.to_string())?;
+        crate::config_edit::replace_file(&file, &after).map_err(|e| e.to_string())?;
+        if let Some(trusted) = answered {
+            let (key, _) = config::project_trust_key(&env, &after).map_err(|e| e.to_string())?;
+            self.store()?
+                .grant(
+                    Scope::Always,
+                    Grant::ProjectTrust {
+                        file,
+                        sha256: key,
+                        trusted,
+                    },
+                    &self.session_id(),
+                    granted_by,
+                )
+                .map_err(|e| e.to_string())?;
+        }
+        self.reload();
+        Ok(answered == Some(true))
     }
 
     /// The user allowed a host from the network prompt "for this project" or "for all
@@ -1685,14 +1702,19 @@ fn add_list_entry(
     inherited: &[String],
     entry: &str,
 ) -> Result<(), String> {
-    let text = match std::fs::read_to_string(file) {
-        Ok(t) => Some(t),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(format!("cannot read {}: {e}", file.display())),
-    };
+    let text = read_config_text(file)?;
     let new = crate::config_edit::with_entry(file, text.as_deref(), at, inherited, entry)
         .map_err(|e| e.to_string())?;
     crate::config_edit::replace_file(file, &new).map_err(|e| e.to_string())
+}
+
+/// A config file's text; None when it does not exist.
+fn read_config_text(file: &Path) -> Result<Option<String>, String> {
+    match std::fs::read_to_string(file) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read {}: {e}", file.display())),
+    }
 }
 
 /// The repositories the session works in, as (git dir, worktree): the one around its
