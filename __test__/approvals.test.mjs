@@ -342,27 +342,42 @@ test("bash hides env files until the user allows reading them; a grant for the r
   writeFileSync(path.join(w.project, ".env"), "API_TOKEN=ENV-SECRET-77\n");
   mkdirSync(path.join(w.project, "svc"));
   writeFileSync(path.join(w.project, "svc", ".env.local"), "DB=ENV-SECRET-88\n");
-  // Outside the indexed trees, where a command looks next: the home and the parent directory.
+  // Outside the indexed trees, where a command looks next: the home and the parent directory;
+  // and anywhere in the home directory (another project's), also one made mid-session.
   writeFileSync(path.join(w.home, ".env"), "HOME_KEY=ENV-SECRET-99\n");
   writeFileSync(path.join(w.root, ".env.shared"), "ROOT_KEY=ENV-SECRET-66\n");
-  const cat = call("bash", { command: "cat .env svc/.env.local ~/.env ../.env.shared; echo rc=$?" });
+  mkdirSync(path.join(w.home, "work", "x", "api"), { recursive: true });
+  writeFileSync(path.join(w.home, "work", "x", "api", ".env"), "OTHER=ENV-SECRET-55\n");
+  const cat = call("bash", { command: "cat .env svc/.env.local ~/.env ../.env.shared ~/work/x/api/.env; echo rc=$?" });
+  const later = path.join(w.home, "work", "y", ".env.production");
+  let ended = 0;
   const r = await runPiRpc({
     world: w,
-    script: [[cat], [call("read", { path: ".env" })], [cat]],
+    // The pause lets the search of the home directory pass again (every 2 s on a small home).
+    script: [[cat], [call("read", { path: ".env" })], [cat], [call("bash", { command: "sleep 4" })], [call("bash", { command: `cat ${later}; echo rc=$?` })]],
     answer: picking(/for this session/),
+    onMessage: (msg) => {
+      if (msg.type === "tool_execution_end" && ++ended === 1) {
+        mkdirSync(path.dirname(later), { recursive: true });
+        writeFileSync(later, "LATER=ENV-SECRET-44\n");
+      }
+    },
   });
   assert.equal(r.code, 0, r.stderr);
   const res = byId(r.results);
+  assert.match(res.call_0_0, /work\/x\/api\/\.env: Permission denied/, "the command ran and met the mask");
   assert.doesNotMatch(res.call_0_0, /ENV-SECRET/, "hidden before any grant");
   assert.match(res.call_1_0, /ENV-SECRET-77/);
   assert.match(res.call_2_0, /ENV-SECRET-77/, "the grant opens it to bash");
-  assert.doesNotMatch(res.call_2_0, /ENV-SECRET-(88|99|66)/, "only the file granted");
+  assert.doesNotMatch(res.call_2_0, /ENV-SECRET-(88|99|66|55)/, "only the file granted");
+  assert.match(res.call_4_0, /\.env\.production: Permission denied/);
+  assert.doesNotMatch(res.call_4_0, /ENV-SECRET-44/, "one the user made elsewhere mid-session is hidden too");
 
   // Print mode: deny hides them, always shows them.
   const deny = await runPi({ world: w, env: { PI_SANDBOX_APPROVAL_MODE: "deny" }, script: [[cat]] });
   assert.doesNotMatch(byId(deny.results).call_0_0, /ENV-SECRET/);
   const always = await runPi({ world: w, env: { PI_SANDBOX_APPROVAL_MODE: "always" }, script: [[cat]] });
-  assert.match(byId(always.results).call_0_0, /ENV-SECRET-77[\s\S]*ENV-SECRET-88[\s\S]*ENV-SECRET-99[\s\S]*ENV-SECRET-66/);
+  assert.match(byId(always.results).call_0_0, /ENV-SECRET-77[\s\S]*ENV-SECRET-88[\s\S]*ENV-SECRET-99[\s\S]*ENV-SECRET-66[\s\S]*ENV-SECRET-55/);
   // And in read-only mode the project's env files stay hidden (ask, no grant in this pi).
   const ro = await runPi({ world: w, args: ["--sandbox-mode", "ro"], script: [[cat]] });
   assert.doesNotMatch(byId(ro.results).call_0_0, /ENV-SECRET-88/);

@@ -90,12 +90,19 @@ impl Commands {
         self.session().audit_after_command()
     }
 
-    /// Waits for the session's index to be built with the session unlocked: meanwhile pi's
-    /// main thread can still read the mode, the status and the report.
+    /// Waits for the session's index to be built and the first search for env files to end,
+    /// with the session unlocked: meanwhile pi's main thread can still read the mode, the
+    /// status and the report.
     fn wait_for_index(&self) {
-        let index = self.session().index();
+        let (index, env_search) = {
+            let session = self.session();
+            (session.index(), session.env_search())
+        };
         if let Some(index) = index {
             index.wait_ready();
+        }
+        if let Some(search) = env_search {
+            search.wait_ready();
         }
     }
 

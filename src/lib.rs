@@ -7,6 +7,7 @@ pub mod commands;
 pub mod config;
 pub mod config_edit;
 pub mod credentials;
+pub mod env_files;
 pub mod environment;
 pub mod guard;
 pub mod hooks;

@@ -1,7 +1,7 @@
 //! One pi session's loaded policy: loads the layers, re-reads them when a file changes, and
 //! fails closed while they are broken (every check is refused with the reason).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -244,6 +244,8 @@ pub struct Session {
     second_names: std::cell::RefCell<Option<Vec<Found>>>,
     /// What the scan finds, kept current from file events (None: full scans; see `scan`).
     index: Option<Index>,
+    /// The env files elsewhere in the home directory (started once bash hides env files).
+    env_search: Option<crate::env_files::EnvFileSearch>,
     /// The hooks directories of each repository met in the writable trees (nested ones,
     /// submodules' and bare git dirs too), asked of git again only when its config files
     /// change: git dir → (their stamp, what git said).
@@ -335,6 +337,7 @@ impl Session {
             env_listings: Default::default(),
             second_names: Default::default(),
             index: None,
+            env_search: None,
             repo_git_paths: Default::default(),
             redactor: Default::default(),
         };
@@ -399,6 +402,14 @@ impl Session {
             Ok(loaded) if index_wanted() => Some(Index::start(&loaded.guard)),
             _ => None,
         };
+        // The search does not depend on the rules: started once, when first needed.
+        if self.env_search.is_none()
+            && matches!(&self.state, Ok(loaded) if loaded.guard.hides_env_files())
+        {
+            self.env_search = Some(crate::env_files::EnvFileSearch::start(
+                &self.options.env.home,
+            ));
+        }
     }
 
     /// What the guard keeps read-only in bash's writable trees now: from the index, or by a
@@ -421,6 +432,12 @@ impl Session {
     /// The index, to wait for its build without holding the session (see `Commands`).
     pub fn index(&self) -> Option<Index> {
         self.index.clone()
+    }
+
+    /// The search for env files in the home directory, to wait for its first pass without
+    /// holding the session (see `Commands`).
+    pub fn env_search(&self) -> Option<crate::env_files::EnvFileSearch> {
+        self.env_search.clone()
     }
 
     /// How bash finds what to protect: the index's state, or why there is none.
@@ -975,6 +992,27 @@ impl Session {
         let mut scan = self.with_hooks_of(guard, self.scan(guard));
         scan.hidden_env_files =
             crate::platform::mounts::env_files_around(guard, &mut self.env_listings.borrow_mut());
+        if guard.hides_env_files() {
+            // Fail closed: without the search's answer bash cannot know what to hide.
+            let elsewhere = match &self.env_search {
+                Some(search) => match search.found() {
+                    Ok(found) => found,
+                    Err(why) => return Prepared::Denied(why),
+                },
+                None => {
+                    return Prepared::Denied(
+                        "the search for env files in the home directory is not running".into(),
+                    )
+                }
+            };
+            let known: HashSet<PathBuf> = scan.hidden_env_files.iter().cloned().collect();
+            scan.hidden_env_files.extend(
+                elsewhere
+                    .iter()
+                    .filter(|p| !known.contains(*p) && guard.masks_env_file(p))
+                    .cloned(),
+            );
+        }
         auditor.baseline(&scan);
         self.remember(&scan);
         let tmp = std::env::temp_dir();

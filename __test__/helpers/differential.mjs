@@ -1227,9 +1227,10 @@ export function runOnce({ w, policy, queries, context }) {
       // "prompt" (an env file): refused until the user allows it, and bash hides it meanwhile.
       const guardAllows = it.guard.read.verdict === "allow";
       const bash = res.read?.err ? `read failed: ${res.read.err}` : gotContent ? "read content" : "read nothing (masked)";
-      if (!guardAllows && gotContent && it.guard.read.rule === ENV_FILE_RULE && envOutsideIndex(it)) {
-        // Known limit (README): bash hides the env files of the trees it indexes; one
-        // elsewhere, or inside a directory bound read-only whole, only the read tool asks about.
+      const inHome = it.guard.read.path.startsWith(w.home + "/");
+      if (!guardAllows && gotContent && it.guard.read.rule === ENV_FILE_RULE && !inHome && envOutsideIndex(it)) {
+        // Known limit (README): bash hides the env files of the trees it indexes and of the
+        // home directory; one elsewhere only the read tool asks about.
         whitelisted.envOutsideIndex = (whitelisted.envOutsideIndex ?? 0) + 1;
       } else if (!guardAllows && gotContent) report("HOLE", "read", bash);
       else if (guardAllows && !gotContent) report("DRIFT", "read", bash);
