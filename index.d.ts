@@ -54,7 +54,7 @@ export type CommandScope = 'session' | 'always'
 export type CommandKey = 'exact' | `prefix:${number}`
 
 /** An answer to `answerNetworkPrompt`: a choice of the question's prompt, or `noUi` when no one can be asked. */
-export type NetworkAnswer = 'abort' | 'once' | 'session' | 'project' | 'global' | 'noUi'
+export type NetworkAnswer = 'abort' | 'session' | 'project' | 'global' | 'noUi'
 
 /** Every choice id a prompt can offer; each prompt kind offers some of them (see `PromptOf`). */
 export type ChoiceId = 'abort' | 'once' | 'session' | 'project' | 'global' | 'always' | 'trust' | CommandKey
@@ -84,7 +84,7 @@ export type CommandPrompt = PromptOf<'command', 'abort' | 'once' | CommandScope>
 export type CommandKeyPrompt = PromptOf<'commandKey', 'abort' | CommandKey>
 
 /** A host no network list names: the answer goes to `answerNetworkPrompt`. */
-export type NetworkPrompt = PromptOf<'network', 'abort' | 'once' | WriteScope>
+export type NetworkPrompt = PromptOf<'network', 'abort' | WriteScope>
 
 /** A project config file that would loosen the rules: `answerTrust(sha256, answer === 'trust')`. */
 export interface TrustPrompt extends PromptOf<'trust', 'abort' | 'trust'> {
@@ -392,9 +392,9 @@ export declare class Sandbox {
    */
   networkPromptPending(id: number): boolean
   /**
-   * The user's answer to the network question `id`: "abort", "once", "session" (stored in
-   * the approvals store), "project" / "global" (written into network.allowedDomains of that
-   * config file), or "noUi" (no one to ask). Returns a sentence for the user when the
+   * The user's answer to the network question `id` (the four a blocked write has):
+   * "abort", "session" (kept in memory for the rest of this session), "project" / "global"
+   * (written into network.allowedDomains of that config file), or "noUi" (no one to ask). Returns a sentence for the user when the
    * answer stored something (or could not), else nothing. An id no longer waited for
    * (answered, withdrawn, timed out) is ignored: nothing is stored. Never throws: a
    * project / global answer that cannot be written is said in the sentence.

@@ -164,3 +164,18 @@ test("a grant for this project into a declined file keeps it declined, without a
   assert.equal(s.trustPrompt(false), null, "our own change is not a new file to ask about");
   assert.equal(s.check("write", path.join(w.root, "outside", "f")).verdict, "prompt", "its widening rules still do not apply");
 });
+
+test("a grant for all projects holds in this project too when its file sets its own list", (t) => {
+  const { w, project, load, target } = widenedProject("allprojects");
+  t.after(w.cleanup);
+  const s = load();
+  s.answerTrust(s.trustPrompt(false).sha256, true);
+  assert.match(s.grantWrite(target, "global"), /replaces the global list in this project/);
+  const dir = path.dirname(target);
+  const global = JSON.parse(readFileSync(path.join(w.agentDir, "extensions", "sandbox.json"), "utf8"));
+  assert.ok(global.filesystem.allowWrite.includes(dir));
+  assert.ok(JSON.parse(readFileSync(project, "utf8")).filesystem.allowWrite.includes(dir));
+  const fresh = load();
+  assert.equal(fresh.projectTrust.trust, "trusted");
+  assert.equal(fresh.check("write", target).verdict, "allow", "a new session in this project is not asked again");
+});

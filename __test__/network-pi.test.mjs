@@ -11,9 +11,9 @@ import { makeWorld, runPi, runPiRpc } from "./helpers/pi-run.mjs";
 const call = (name, args) => ({ name, arguments: args });
 const byId = (results) => Object.fromEntries(results.map((r) => [r.id, r.text]));
 
-async function hostServer(t) {
+async function hostServer(t, address = "127.0.0.1") {
   const s = createServer((req, res) => res.end(`hello-from-host ${req.url}\n`));
-  await new Promise((resolve) => s.listen(0, "127.0.0.1", resolve));
+  await new Promise((resolve) => s.listen(0, address, resolve));
   t.after(() => s.close());
   return s.address().port;
 }
@@ -78,11 +78,40 @@ test("with a UI: an unlisted host is asked about while the command runs; allowed
   assert.match(r.dialogs[0].title, /allow the running command to connect to localhost \(port \d+\)/);
   assert.deepEqual(
     r.dialogs[0].options.map((o) => o.split(" ").slice(0, 2).join(" ")),
-    ["Deny", "Allow for", "Allow localhost", "Allow localhost", "Allow localhost"],
+    ["Abort (keep", "Allow localhost", "Allow localhost", "Allow localhost"],
   );
   const res = byId(r.results);
   assert.match(res.call_0_0, /hello-from-host \/one/);
   assert.match(res.call_1_0, /hello-from-host \/two/);
+});
+
+test("with a UI: a host allowed for this project or for all projects lands in that config file and is not asked again", async (t) => {
+  // Two hosts the filter tells apart (localhost and 127.0.0.1 are one: the host's loopback).
+  const ports = { localhost: await hostServer(t), "127.0.0.2": await hostServer(t, "127.0.0.2") };
+  const w = worldWith(t, "netscopes", { allowedDomains: ["example.org"] });
+  const curl = (host, p) => call("bash", { command: `curl -sS -m 20 --noproxy '' http://${host}:${ports[host]}/${p}` });
+  const r = await runPiRpc({
+    world: w,
+    script: [[curl("localhost", "a")], [curl("127.0.0.2", "b")], [curl("localhost", "c")], [curl("127.0.0.2", "d")]],
+    answer: (msg) => {
+      if (msg.method !== "select") return { cancelled: true };
+      const wanted = /localhost/.test(msg.title) ? /for this project/ : /for all projects/;
+      const value = msg.options.find((o) => wanted.test(o));
+      return value ? { value } : { cancelled: true };
+    },
+  });
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.dialogs.length, 2, `each host asked about once: ${JSON.stringify(r.dialogs.map((d) => d.title))}`);
+  const res = byId(r.results);
+  for (const [id, p] of [["call_0_0", "a"], ["call_1_0", "b"], ["call_2_0", "c"], ["call_3_0", "d"]]) {
+    assert.match(res[id], new RegExp(`hello-from-host /${p}`), res[id]);
+  }
+  const project = JSON.parse(readFileSync(path.join(w.project, ".pi", "sandbox.json"), "utf8"));
+  // The project's file sets its own list after the first answer, which replaces the global
+  // one here: "all projects" lands in both.
+  assert.deepEqual(project.network.allowedDomains, ["example.org", "localhost", "127.0.0.2"]);
+  const global = JSON.parse(readFileSync(path.join(w.agentDir, "extensions", "sandbox.json"), "utf8"));
+  assert.deepEqual(global.network.allowedDomains, ["example.org", "127.0.0.2"]);
 });
 
 test("with a UI: Deny blocks the host and the tool result says the user declined", async (t) => {

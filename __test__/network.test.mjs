@@ -9,7 +9,7 @@ import { spawn } from "node:child_process";
 import { createServer } from "node:http";
 import { createSocket } from "node:dgram";
 import { networkInterfaces } from "node:os";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { runPrepared } from "./helpers/launch.mjs";
 import { makeWorld, openPathForAnyone, repo } from "./helpers/pi-run.mjs";
@@ -162,12 +162,12 @@ test("NO_PROXY: the sandbox's own loopback stays its own unless the host's is al
   assert.match(r.stdout, /hello-from-host \/x/, "the host's server, through the proxy");
 });
 
-test("an unlisted host is asked about: once for this command, session for the rest, deny refuses", async (t) => {
+test("an unlisted host is asked about with the four answers of a blocked write: session holds in memory for the rest, deny refuses", async (t) => {
   const port = await server(t, "host");
   const { w, load, runAsync } = world(t, { allowedDomains: ["example.org"] });
   const s = load();
   const questions = [];
-  let answer = "once";
+  let answer = "session";
   s.onNetworkPrompt((q) => {
     questions.push(q);
     setTimeout(() => s.answerNetworkPrompt(q.id, answer), 20);
@@ -182,20 +182,24 @@ test("an unlisted host is asked about: once for this command, session for the re
   assert.equal(questions[0].prompt.kind, "network");
   assert.deepEqual(
     questions[0].prompt.choices.map((c) => c.id),
-    ["abort", "once", "session", "project", "global"],
+    ["abort", "session", "project", "global"],
   );
-  // "Once" was that command's.
-  answer = "session";
   r = await runAsync(s, twice, "filtered");
   assert.match(r.stdout, /hello-from-host \/2/, r.out);
-  assert.equal(questions.length, 2);
-  r = await runAsync(s, twice, "filtered");
-  assert.equal(questions.length, 2, "allowed for the session: not asked again");
-  const store = JSON.parse(readFileSync(path.join(w.agentDir, "sandbox-approvals.json"), "utf8"));
-  assert.deepEqual(
-    store.approvals.map((e) => [e.scope, e.grant]),
-    [["session", { kind: "networkHost", host: "localhost" }]],
-  );
+  assert.equal(questions.length, 1, "allowed for the session: not asked again");
+  // In memory only, like a write allowed for this session: nothing stored, and a new
+  // session (a restarted pi) asks again.
+  const storeFile = path.join(w.agentDir, "sandbox-approvals.json");
+  assert.ok(!existsSync(storeFile) || !JSON.parse(readFileSync(storeFile, "utf8")).approvals.some((e) => e.grant.kind === "networkHost"));
+  const restarted = load();
+  const asked = [];
+  restarted.onNetworkPrompt((q) => {
+    asked.push(q.host);
+    restarted.answerNetworkPrompt(q.id, "abort");
+  });
+  r = await runAsync(restarted, `curl -sS -m 20 --noproxy '' http://localhost:${port}/3; echo "curl $?"`, "filtered");
+  assert.deepEqual(asked, ["localhost"]);
+  assert.doesNotMatch(r.stdout, /hello-from-host/);
   // Deny: refused, with the user's answer in the reason.
   answer = "abort";
   r = await runAsync(s, "curl -sS -m 20 https://other.example/; echo \"curl $?\"", "filtered");

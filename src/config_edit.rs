@@ -108,6 +108,13 @@ pub fn with_entry(
     Ok(out)
 }
 
+/// Whether a config file's `text` sets the list at `at` (then it replaces the lists of the
+/// layers below it). Text that does not parse sets nothing that could apply.
+pub fn sets_list(text: Option<&str>, at: ListKey) -> bool {
+    text.and_then(|t| serde_json::from_str::<Value>(t).ok())
+        .is_some_and(|root| root.get(at.section).and_then(|s| s.get(at.key)).is_some())
+}
+
 /// Replaces `file` with `content`: a temporary file in the same directory, synced, renamed
 /// over it. The directory is created if missing; an existing file's permissions are kept.
 pub fn replace_file(file: &Path, content: &str) -> Result<(), EditError> {

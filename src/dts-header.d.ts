@@ -54,7 +54,7 @@ export type CommandScope = 'session' | 'always'
 export type CommandKey = 'exact' | `prefix:${number}`
 
 /** An answer to `answerNetworkPrompt`: a choice of the question's prompt, or `noUi` when no one can be asked. */
-export type NetworkAnswer = 'abort' | 'once' | 'session' | 'project' | 'global' | 'noUi'
+export type NetworkAnswer = 'abort' | 'session' | 'project' | 'global' | 'noUi'
 
 /** Every choice id a prompt can offer; each prompt kind offers some of them (see `PromptOf`). */
 export type ChoiceId = 'abort' | 'once' | 'session' | 'project' | 'global' | 'always' | 'trust' | CommandKey
@@ -84,7 +84,7 @@ export type CommandPrompt = PromptOf<'command', 'abort' | 'once' | CommandScope>
 export type CommandKeyPrompt = PromptOf<'commandKey', 'abort' | CommandKey>
 
 /** A host no network list names: the answer goes to `answerNetworkPrompt`. */
-export type NetworkPrompt = PromptOf<'network', 'abort' | 'once' | WriteScope>
+export type NetworkPrompt = PromptOf<'network', 'abort' | WriteScope>
 
 /** A project config file that would loosen the rules: `answerTrust(sha256, answer === 'trust')`. */
 export interface TrustPrompt extends PromptOf<'trust', 'abort' | 'trust'> {

@@ -1300,9 +1300,9 @@ impl Sandbox {
         self.questions.waiting().contains_key(&id)
     }
 
-    /// The user's answer to the network question `id`: "abort", "once", "session" (stored in
-    /// the approvals store), "project" / "global" (written into network.allowedDomains of that
-    /// config file), or "noUi" (no one to ask). Returns a sentence for the user when the
+    /// The user's answer to the network question `id` (the four a blocked write has):
+    /// "abort", "session" (kept in memory for the rest of this session), "project" / "global"
+    /// (written into network.allowedDomains of that config file), or "noUi" (no one to ask). Returns a sentence for the user when the
     /// answer stored something (or could not), else nothing. An id no longer waited for
     /// (answered, withdrawn, timed out) is ignored: nothing is stored. Never throws: a
     /// project / global answer that cannot be written is said in the sentence.

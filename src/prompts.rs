@@ -36,6 +36,30 @@ fn choice(id: &str, label: impl Into<String>) -> Choice {
     }
 }
 
+/// The four answers a blocked write and an unknown host share: keep it blocked (the first,
+/// selected by default), allow `what` for this session (in memory), for this project (in its
+/// config file), for all projects (in the global file).
+fn scope_choices(what: &str, project_file: &Path, global_file: &Path) -> Vec<Choice> {
+    vec![
+        choice("abort", "Abort (keep it blocked)"),
+        choice("session", format!("Allow {what} for this session")),
+        choice(
+            "project",
+            format!(
+                "Allow {what} for this project (saved in {})",
+                shown_path(project_file)
+            ),
+        ),
+        choice(
+            "global",
+            format!(
+                "Allow {what} for all projects (saved in {})",
+                shown_path(global_file)
+            ),
+        ),
+    ]
+}
+
 /// The directory a write grant adds to allowWrite: the one the file is written in.
 pub fn write_grant_dir(path: &Path) -> &Path {
     path.parent().unwrap_or(path)
@@ -73,24 +97,7 @@ pub fn write_outside(
             "Sandbox: allow writing {path}?\n\nIt is outside every directory the sandbox lets the agent write ({} from {}). Allowing adds {dir} to filesystem.allowWrite; denyWrite, denyRead and pi's own files stay blocked inside it.",
             decision.rule, decision.source
         ),
-        choices: vec![
-            choice("abort", "Abort (keep it blocked)"),
-            choice("session", format!("Allow writes in {dir} for this session")),
-            choice(
-                "project",
-                format!(
-                    "Allow writes in {dir} for this project (saved in {})",
-                    shown_path(project_file)
-                ),
-            ),
-            choice(
-                "global",
-                format!(
-                    "Allow writes in {dir} for all projects (saved in {})",
-                    shown_path(global_file)
-                ),
-            ),
-        ],
+        choices: scope_choices(&format!("writes in {dir}"), project_file, global_file),
         declined,
         no_ui: decision.reason.clone(),
     }
@@ -185,7 +192,6 @@ pub fn network_host(
     global_file: &Path,
 ) -> Prompt {
     let host = shown(host);
-    let (project, global) = (shown_path(project_file), shown_path(global_file));
     let what = if local {
         format!("{host} is THIS machine or its local network, not the internet: whatever listens there (a database, a dev server, an admin interface, a cloud metadata service) would take the command's requests, on any port.")
     } else {
@@ -196,24 +202,14 @@ pub fn network_host(
         title: format!(
             "Sandbox: allow the running command to connect to {host} (port {port})?\n\n{what}"
         ),
-        choices: vec![
-            choice("abort", "Deny"),
-            choice("once", "Allow for this command"),
-            choice("session", format!("Allow {host} for this session")),
-            choice(
-                "project",
-                format!("Allow {host} for this project (saved in {project})"),
-            ),
-            choice(
-                "global",
-                format!("Allow {host} for all projects (saved in {global})"),
-            ),
-        ],
+        choices: scope_choices(&host, project_file, global_file),
         declined: format!(
             "Blocked: a connection to {host}:{port}; the user was asked and declined. Do not try to reach it another way; continue without it or ask the user."
         ),
         no_ui: format!(
-            "Blocked: a connection to {host}:{port}: {host} is not in network.allowedDomains, and there is no UI to ask the user. To allow it, add \"{host}\" to network.allowedDomains in {global} (all projects) or {project} (this project)."
+            "Blocked: a connection to {host}:{port}: {host} is not in network.allowedDomains, and there is no UI to ask the user. To allow it, add \"{host}\" to network.allowedDomains in {} (all projects) or {} (this project).",
+            shown_path(global_file),
+            shown_path(project_file)
         ),
     }
 }

@@ -309,15 +309,7 @@ impl Session {
     pub fn load(options: Options) -> Session {
         let log = ViolationLog::in_agent_dir(&options.env.agent_dir);
         let store = Store::in_agent_dir(&options.env.agent_dir).map_err(|e| e.to_string());
-        let session_id = session_id_of(&options);
-        let gate = Arc::new(Gate::new(
-            log.clone(),
-            store
-                .as_ref()
-                .map(|s| (s.clone(), session_id))
-                .map_err(Clone::clone),
-            crate::net::proxy::system_resolver(),
-        ));
+        let gate = Arc::new(Gate::new(log.clone(), crate::net::proxy::system_resolver()));
         let mut s = Session {
             gate,
             store,
@@ -1352,10 +1344,20 @@ impl Session {
                 }
             }
             WriteScope::Global => {
-                let file = env.global_config();
                 let defaults = Config::defaults_for(&env).allow_write.value;
-                add_list_entry(&file, ALLOW_WRITE, &defaults, &dir)?;
-                format!("in {}", file.display())
+                let (landed, trusted) = self.add_for_all_projects(
+                    ALLOW_WRITE,
+                    &defaults,
+                    &dir,
+                    "user: write prompt (allow for all projects)",
+                )?;
+                if !trusted {
+                    self.session_writes.push((
+                        dir.clone(),
+                        Source::Runtime("allowed by the user for all projects (this project's file is not trusted)".into()),
+                    ));
+                }
+                landed
             }
         };
         self.reload();
@@ -1430,6 +1432,39 @@ impl Session {
         Ok(answered == Some(true))
     }
 
+    /// Adds `entry` to the list `at` of the global config file. A project file that sets
+    /// that list itself replaces the global one here, so "for all projects" would not hold
+    /// in this project: the entry goes into the project's file too. Returns where it landed
+    /// and whether it applies here from the files (false: the project's file is not trusted).
+    fn add_for_all_projects(
+        &mut self,
+        at: ListKey,
+        defaults: &[String],
+        entry: &str,
+        granted_by: &str,
+    ) -> Result<(String, bool), String> {
+        let global = self.options.env.global_config();
+        add_list_entry(&global, at, defaults, entry)?;
+        let project = self.options.env.project_config();
+        if !crate::config_edit::sets_list(read_config_text(&project)?.as_deref(), at) {
+            return Ok((format!("in {}", global.display()), true));
+        }
+        let trusted = self.add_to_project_file(at, &[], entry, granted_by)?;
+        let landed = format!(
+            "in {} and in {}, whose own {}.{} replaces the global list in this project{}",
+            global.display(),
+            project.display(),
+            at.section,
+            at.key,
+            if trusted {
+                ""
+            } else {
+                " (and for this session, as that file is not trusted: /sandbox trust)"
+            }
+        );
+        Ok((landed, trusted))
+    }
+
     /// The user allowed a host from the network prompt "for this project" or "for all
     /// projects": added to network.allowedDomains of that config file (for this project,
     /// while the file is not trusted, for this session instead). `host` is refused if the
@@ -1445,8 +1480,8 @@ impl Session {
         let env = self.options.env.clone();
         let landed = match scope {
             WriteScope::Session => {
-                self.gate.store_grant(&parsed, Scope::Session)?;
-                "for this session".to_string()
+                self.gate.allow_for_session(&parsed);
+                "for this session (in memory only)".to_string()
             }
             WriteScope::Project => {
                 let file = env.project_config();
@@ -1459,18 +1494,25 @@ impl Session {
                 )? {
                     format!("in {}", file.display())
                 } else {
-                    self.gate.store_grant(&parsed, Scope::Session)?;
+                    self.gate.allow_for_session(&parsed);
                     format!(
-                        "in {} (for this session until you trust that file: /sandbox trust)",
+                        "in {} (and for this session, as that file is not trusted: /sandbox trust)",
                         file.display()
                     )
                 }
             }
             WriteScope::Global => {
-                let file = env.global_config();
                 let defaults = Config::defaults_for(&env).allowed_domains.value;
-                add_list_entry(&file, ALLOWED_DOMAINS, &defaults, &host)?;
-                format!("in {}", file.display())
+                let (landed, trusted) = self.add_for_all_projects(
+                    ALLOWED_DOMAINS,
+                    &defaults,
+                    &host,
+                    "user: network prompt (allow for all projects)",
+                )?;
+                if !trusted {
+                    self.gate.allow_for_session(&parsed);
+                }
+                landed
             }
         };
         self.reload();

@@ -18,7 +18,6 @@ use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use super::domains::{DomainFilter, Host, Verdict};
 use super::proxy::{self, Decision, Reach, Resolve, Server};
-use crate::approvals::{Grant, Scope, Store};
 use crate::prompts::{self, Prompt};
 use crate::violations::{Violation, ViolationLog};
 
@@ -113,9 +112,9 @@ pub struct Question {
     pub withdrawn: Arc<AtomicBool>,
 }
 
-/// Asks the user and waits for the answer: a choice id (`abort`, `once`, `session`,
-/// `always`, or `project` / `global` once the config file holds the host), or None when
-/// there is no one to ask or the question was withdrawn.
+/// Asks the user and waits for the answer: a choice id (`abort`, `session`, or `project` /
+/// `global` once the config file holds the host), or None when there is no one to ask or the
+/// question was withdrawn.
 pub type Asker = Arc<dyn Fn(&Question) -> Option<String> + Send + Sync>;
 
 pub struct Gate {
@@ -126,8 +125,9 @@ pub struct Gate {
     /// One question at a time: dialogs do not pile up.
     asking: Mutex<()>,
     log: ViolationLog,
-    /// Where "for this session" and "always" answers are stored, and the session's id.
-    store: Result<(Store, String), String>,
+    /// Hosts the user allowed for this session: in memory only (gone on restart), kept
+    /// across reloads of the rules.
+    session_hosts: Mutex<Vec<Host>>,
     resolve: Resolve,
 }
 
@@ -136,23 +136,22 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Gate {
-    pub fn new(
-        log: ViolationLog,
-        store: Result<(Store, String), String>,
-        resolve: Resolve,
-    ) -> Gate {
+    pub fn new(log: ViolationLog, resolve: Resolve) -> Gate {
         Gate {
             rules: RwLock::new(Rules::default()),
             denied_ips: RwLock::default(),
             asker: RwLock::new(None),
             asking: Mutex::new(()),
             log,
-            store,
+            session_hosts: Mutex::default(),
             resolve,
         }
     }
 
-    pub fn set_rules(&self, rules: Rules) {
+    pub fn set_rules(&self, mut rules: Rules) {
+        for host in lock(&self.session_hosts).iter() {
+            rules.granted.push((host.clone(), SESSION_GRANT.into()));
+        }
         *self.denied_ips.write().unwrap_or_else(|e| e.into_inner()) =
             Arc::new(rules.filter.denied_ips());
         *self.rules.write().unwrap_or_else(|e| e.into_inner()) = rules;
@@ -179,39 +178,23 @@ impl Gate {
         *self.asker.write().unwrap_or_else(|e| e.into_inner()) = asker;
     }
 
-    /// Records the user's "for this session" / "always" answer: in memory at once, and in
-    /// the approvals store (so that a reload keeps it). A store that cannot be written is
-    /// reported; the host stays allowed for this process.
-    fn grant(&self, host: &Host, scope: Scope) -> Result<(), String> {
-        let how = match scope {
-            Scope::Session => "allowed by the user for this session",
-            Scope::Always => "allowed by the user for good",
-        };
+    /// Allows `host` for the rest of this session, in memory only (as a write allowed for
+    /// this session is): the next command and every reload of the rules keep it.
+    pub fn allow_for_session(&self, host: &Host) {
+        let mut hosts = lock(&self.session_hosts);
+        if !hosts.contains(host) {
+            hosts.push(host.clone());
+        }
         self.rules
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .granted
-            .push((host.clone(), how.into()));
-        self.store_grant(host, scope)
-    }
-
-    /// Writes a network grant for `host` into the approvals store (under this session's id
-    /// for `Session`); it applies from the next load of the rules.
-    pub fn store_grant(&self, host: &Host, scope: Scope) -> Result<(), String> {
-        let (store, session) = self.store.as_ref().map_err(Clone::clone)?;
-        store
-            .grant(
-                scope,
-                Grant::NetworkHost {
-                    host: host.to_string(),
-                },
-                session,
-                "user: network prompt",
-            )
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+            .push((host.clone(), SESSION_GRANT.into()));
     }
 }
+
+/// The rule a host allowed "for this session" is logged under.
+const SESSION_GRANT: &str = "allowed by the user for this session (in memory only)";
 
 /// One answer of the user, kept for the rest of the command.
 type Answer = Result<(), String>;
@@ -466,15 +449,9 @@ impl CommandNet {
             )),
             None => Err(question.prompt.no_ui),
             // "project" / "global": the config file holds the host now (grantDomain).
-            Some("once" | "project" | "global") => Ok(()),
-            Some(scope @ ("session" | "always")) => {
-                let scope = if scope == "session" {
-                    Scope::Session
-                } else {
-                    Scope::Always
-                };
-                // Allowed as the user said, even if the store cannot keep it.
-                let _ = self.gate.grant(host, scope);
+            Some("project" | "global") => Ok(()),
+            Some("session") => {
+                self.gate.allow_for_session(host);
                 Ok(())
             }
             Some(_) => Err(question.prompt.declined),
@@ -535,24 +512,17 @@ mod tests {
         _dir: tempfile::TempDir,
         gate: Arc<Gate>,
         log: ViolationLog,
-        store: Store,
     }
 
     fn fixture(r: Rules) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let log = ViolationLog::in_agent_dir(dir.path());
-        let store = Store::in_agent_dir(dir.path()).unwrap();
-        let gate = Arc::new(Gate::new(
-            log.clone(),
-            Ok((store.clone(), "s1".into())),
-            proxy::system_resolver(),
-        ));
+        let gate = Arc::new(Gate::new(log.clone(), proxy::system_resolver()));
         gate.set_rules(r);
         Fixture {
             _dir: dir,
             gate,
             log,
-            store,
         }
     }
 
@@ -658,26 +628,36 @@ mod tests {
     }
 
     #[test]
-    fn an_unlisted_host_is_asked_about_once_per_command() {
+    fn a_session_answer_is_asked_once_and_holds_in_memory_across_commands_and_reloads() {
         let f = fixture(rules(&[], &[]));
-        let (once, asked) = asker(Some("once"));
-        f.gate.set_asker(Some(once));
+        let (session, asked) = asker(Some("session"));
+        f.gate.set_asker(Some(session));
         let net = CommandNet::new(f.gate.clone());
         for _ in 0..3 {
             assert!(matches!(
-                net.decide(&host("registry.npmjs.org"), 443),
+                net.decide(&host("Registry.NPMjs.org."), 443),
                 Decision::Allow(_)
             ));
         }
         assert_eq!(asked.load(Ordering::SeqCst), 1);
-        // "Once" is this command's: the next one asks again, and nothing was stored.
+        // The next command, and the rules loaded again (a config change), keep it.
+        f.gate.set_rules(rules(&[], &[]));
         let next = CommandNet::new(f.gate.clone());
         assert!(matches!(
-            next.decide(&host("registry.npmjs.org"), 443),
+            next.decide(&host("registry.npmjs.org"), 80),
             Decision::Allow(_)
         ));
-        assert_eq!(asked.load(Ordering::SeqCst), 2);
-        assert!(f.store.load("s1").unwrap().entries.is_empty());
+        assert_eq!(asked.load(Ordering::SeqCst), 1);
+        assert!(matches!(
+            f.gate.judge(&host("registry.npmjs.org")),
+            Judgement::Allowed { rule, .. } if rule.contains("in memory only")
+        ));
+        // Nothing on disk: another gate (a restarted pi) asks again.
+        let restarted = fixture(rules(&[], &[]));
+        assert!(matches!(
+            restarted.gate.judge(&host("registry.npmjs.org")),
+            Judgement::Unlisted
+        ));
         // A refusal holds for the rest of the command without asking again.
         let (no, refused) = asker(Some("abort"));
         f.gate.set_asker(Some(no));
@@ -688,44 +668,14 @@ mod tests {
             );
         }
         assert_eq!(refused.load(Ordering::SeqCst), 1);
-    }
-
-    #[test]
-    fn session_and_always_answers_are_stored_and_asked_no_more() {
-        let f = fixture(rules(&[], &[]));
-        let (session, asked) = asker(Some("session"));
-        f.gate.set_asker(Some(session));
-        let net = CommandNet::new(f.gate.clone());
+        // An answer the question did not offer is a refusal.
+        let (odd, _) = asker(Some("once"));
+        f.gate.set_asker(Some(odd));
+        let fourth = CommandNet::new(f.gate.clone());
         assert!(matches!(
-            net.decide(&host("Files.PythonHosted.org"), 443),
-            Decision::Allow(_)
+            fourth.decide(&host("y.org"), 443),
+            Decision::Deny(r) if r.contains("declined")
         ));
-        let later = CommandNet::new(f.gate.clone());
-        assert!(matches!(
-            later.decide(&host("files.pythonhosted.org"), 80),
-            Decision::Allow(_)
-        ));
-        assert_eq!(asked.load(Ordering::SeqCst), 1);
-        let (always, _) = asker(Some("always"));
-        f.gate.set_asker(Some(always));
-        assert!(matches!(
-            later.decide(&host("[2606:4700::1111]"), 443),
-            Decision::Allow(_)
-        ));
-        let stored: Vec<(String, Scope)> = f
-            .store
-            .load("s1")
-            .unwrap()
-            .network_grants()
-            .map(|(h, e)| (h.to_string(), e.scope))
-            .collect();
-        assert_eq!(
-            stored,
-            [
-                ("files.pythonhosted.org".into(), Scope::Session),
-                ("[2606:4700::1111]".into(), Scope::Always)
-            ]
-        );
     }
 
     #[test]
@@ -736,7 +686,7 @@ mod tests {
         let slow: Asker = Arc::new(move |_q: &Question| {
             c.fetch_add(1, Ordering::SeqCst);
             std::thread::sleep(std::time::Duration::from_millis(100));
-            Some("once".into())
+            Some("session".into())
         });
         f.gate.set_asker(Some(slow));
         let net = CommandNet::new(f.gate.clone());
@@ -771,14 +721,15 @@ mod tests {
         let q = seen.lock().unwrap().clone().unwrap();
         assert_eq!((q.host.as_str(), q.port), ("xn--bcher-kva.de", 8443));
         let ids: Vec<&str> = q.prompt.choices.iter().map(|c| c.id.as_str()).collect();
-        assert_eq!(ids, ["abort", "once", "session", "project", "global"]);
+        // The same four as a blocked write's.
+        assert_eq!(ids, ["abort", "session", "project", "global"]);
         assert!(q.prompt.title.contains("xn--bcher-kva.de"));
     }
 
     #[test]
     fn after_the_command_nothing_is_asked() {
         let f = fixture(rules(&[], &[]));
-        let (yes, asked) = asker(Some("once"));
+        let (yes, asked) = asker(Some("session"));
         f.gate.set_asker(Some(yes));
         let net = CommandNet::new(f.gate.clone());
         net.finish();
@@ -861,7 +812,7 @@ mod tests {
             d => panic!("{d:?}"),
         }
         // The gate is free for the next command's questions.
-        let (yes, _) = asker(Some("once"));
+        let (yes, _) = asker(Some("session"));
         f.gate.set_asker(Some(yes));
         let next = CommandNet::new(f.gate.clone());
         assert!(matches!(
