@@ -179,3 +179,29 @@ test("a grant for all projects holds in this project too when its file sets its 
   assert.equal(fresh.projectTrust.trust, "trusted");
   assert.equal(fresh.check("write", target).verdict, "allow", "a new session in this project is not asked again");
 });
+
+test("PI_SANDBOX_SESSION_APPROVAL_TTL_MS sets how long a session grant lasts; a bad value is refused by name", async (t) => {
+  const w = makeWorld("ttl");
+  t.after(w.cleanup);
+  const run = (ttl) => {
+    const code = `
+      const { Sandbox } = require(${JSON.stringify(addonPath)});
+      const s = Sandbox.load({ cwd: ${JSON.stringify(w.project)}, home: ${JSON.stringify(w.home)}, agentDir: ${JSON.stringify(w.agentDir)}, sessionId: "s1" });
+      let error = null;
+      try { s.grantCommand("make test", "session", "exact"); } catch (e) { error = e.message; }
+      console.log(JSON.stringify({ notice: s.approvalsNotice, error }));
+    `;
+    const child = spawn(process.execPath, ["-e", code], { env: { ...process.env, PI_SANDBOX_INDEX: "off", PI_SANDBOX_SESSION_APPROVAL_TTL_MS: ttl }, stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    return new Promise((resolve) => child.on("close", () => resolve(JSON.parse(out))));
+  };
+  const ok = await run("1234");
+  assert.equal(ok.error, null);
+  const entry = JSON.parse(readFileSync(path.join(w.agentDir, "sandbox-approvals.json"), "utf8")).approvals.find((e) => e.grant.command === "make test");
+  assert.equal(entry.scope, "session");
+  // expiresAt is milliseconds since the epoch; grantedAt an RFC 3339 time.
+  assert.equal(entry.expiresAt - Date.parse(entry.grantedAt), 1234);
+  const bad = await run("six hours");
+  assert.match(`${bad.notice} ${bad.error}`, /PI_SANDBOX_SESSION_APPROVAL_TTL_MS/);
+});

@@ -89,6 +89,26 @@ for (const [scope, pick] of [
   });
 }
 
+test("a blocked edit asks the same; granted for this session, the edit is made", async (t) => {
+  const w = makeWorld("wedit");
+  t.after(w.cleanup);
+  const file = path.join(w.root, "outside", "e.txt");
+  writeFileSync(file, "old line\n");
+  const r = await runPiRpc({
+    world: w,
+    script: [[call("edit", { path: file, edits: [{ oldText: "old", newText: "new" }] })], [call("edit", { path: file, edits: [{ oldText: "line", newText: "text" }] })]],
+    answer: picking(/for this session/),
+  });
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.dialogs.length, 1, "asked once");
+  assert.match(r.dialogs[0].title, /allow writing .*outside\/e\.txt/);
+  assert.deepEqual(
+    r.dialogs[0].options.map((o) => o.split(" ")[0]),
+    ["Abort", "Allow", "Allow", "Allow"],
+  );
+  assert.equal(readFileSync(file, "utf8"), "new text\n");
+});
+
 test("hard blocks never prompt: denyWrite, denyRead, pi's control surface", async (t) => {
   const w = makeWorld("whard");
   t.after(w.cleanup);
@@ -99,9 +119,11 @@ test("hard blocks never prompt: denyWrite, denyRead, pi's control surface", asyn
         call("write", { path: "key.pem", content: "x" }),
         call("write", { path: "~/.ssh/new", content: "x" }),
         call("write", { path: path.join(w.agentDir, "sandbox-approvals.json"), content: "{}" }),
+        // denyRead alone (not pi's control surface): outside allowWrite, where a write asks.
+        call("write", { path: "~/.aws/credentials", content: "x" }),
       ],
     ],
-    answer: picking(/for all projects/, /for all projects/, /for all projects/),
+    answer: picking(/for all projects/, /for all projects/, /for all projects/, /for all projects/),
   });
   assert.equal(r.code, 0, r.stderr);
   assert.equal(r.dialogs.length, 0, JSON.stringify(r.dialogs));
@@ -109,11 +131,19 @@ test("hard blocks never prompt: denyWrite, denyRead, pi's control surface", asyn
   assert.match(res.call_0_0, /denyWrite/);
   assert.match(res.call_0_1, /denyRead|control surface/);
   assert.match(res.call_0_2, /control surface/);
+  assert.match(res.call_0_3, /denyRead/);
+  assert.doesNotMatch(res.call_0_3, /control surface/);
+  assert.equal(existsSync(path.join(w.home, ".aws", "credentials")), false);
 });
 
 // ---- no OS sandbox: the unsandboxed fallback -------------------------------------------------
 
-/** bwrap looked for in an empty directory only: no OS sandbox here. */
+/**
+ * bwrap looked for in an empty directory only: no OS sandbox here. The sandbox never takes
+ * bwrap from PATH (a directory the agent can write could shadow it): it looks in the system
+ * directories, which PI_SANDBOX_SYSTEM_DIRS replaces. So this is how bwrap is hidden; taking
+ * it out of PATH would change nothing.
+ */
 const noSandbox = (w, mode) => {
   const empty = path.join(w.root, "nobin");
   mkdirSync(empty, { recursive: true });
@@ -196,9 +226,19 @@ test("without a sandbox: print mode refuses (ask), always runs, deny refuses", a
   const deny = await runPi({ world: w, env: noSandbox(w, "deny"), script });
   assert.match(byId(deny.results).call_0_0, /PI_SANDBOX_APPROVAL_MODE=deny/);
   assert.equal(existsSync(path.join(w.project, "out.txt")), false);
-  const always = await runPi({ world: w, env: noSandbox(w, "always"), script });
+  // always: bash runs unsandboxed without asking; the file tools stay guarded.
+  const always = await runPi({
+    world: w,
+    env: noSandbox(w, "always"),
+    script: [...script, [call("read", { path: "~/.ssh/id_rsa" }), call("write", { path: path.join(w.root, "outside", "x.txt"), content: "x" })]],
+  });
   assert.equal(always.code, 0, always.stderr);
   assert.equal(readFileSync(path.join(w.project, "out.txt"), "utf8"), "hi\n");
+  const res = byId(always.results);
+  assert.match(res.call_1_0, /denyRead/);
+  assert.doesNotMatch(res.call_1_0, /SECRET-KEY/);
+  assert.match(res.call_1_1, /outside every allowWrite directory/);
+  assert.equal(existsSync(path.join(w.root, "outside", "x.txt")), false);
 });
 
 // ---- env files -----------------------------------------------------------------------------
@@ -251,6 +291,13 @@ test("project trust: an untrusted widening file is not applied, trusting applies
   writeFileSync(file, JSON.stringify(widening));
   const script = [[call("write", { path: path.join(outside, "t.txt"), content: "T" })]];
 
+  // /sandbox says so before anything is answered.
+  const report = async () => {
+    const rr = await runPiRpc({ world: w, script: [], message: "/sandbox", until: (m) => m.type === "extension_ui_request" && m.method === "notify" && /effective configuration/.test(m.message) });
+    return rr.uiEvents.find((e) => e.method === "notify" && /effective configuration/.test(e.message)).message;
+  };
+  assert.match(await report(), /NOT TRUSTED YET: only its tightening rules apply[\s\S]*would make ".*outside" writable/);
+
   // Print mode: never trusted, so the write outside stays blocked.
   let r = await runPi({ world: w, script });
   assert.match(byId(r.results).call_0_0, /outside every allowWrite directory/);
@@ -265,10 +312,14 @@ test("project trust: an untrusted widening file is not applied, trusting applies
   assert.equal(existsSync(path.join(outside, "t.txt")), false);
   // Declined: not asked again for the same content.
   r = await runPiRpc({ world: w, script, answer: picking(/^Abort/) });
+  assert.equal(r.code, 0, r.stderr);
   assert.equal(r.dialogs.filter((d) => /would loosen/.test(d.title)).length, 0);
+  assert.match(await report(), /you declined to trust it: only its tightening rules apply/);
 
   // /sandbox trust asks again; trusting applies the file at once.
   r = await runPiRpc({ world: w, script, message: "/sandbox trust", until: (m) => m.type === "extension_ui_request" && m.method === "setStatus" && /sandbox:/.test(m.statusText ?? "") && !/not trusted/.test(m.statusText), answer: picking(/^Trust/) });
+  assert.ok(r.dialogs.some((d) => /would loosen the sandbox/.test(d.title)), "asked again");
+  assert.match(await report(), /trusted by you, applied in full/);
   const store = approvals(w);
   const record = store.approvals.find((e) => e.grant.kind === "projectTrust");
   assert.equal(record.grant.trusted, true);
@@ -334,6 +385,53 @@ test("escape attempts: the agent cannot write the approvals store, either config
   mkdirSync(empty, { recursive: true });
   const after = await runPi({ world: w, env: { PI_SANDBOX_SYSTEM_DIRS: empty }, script: [[call("bash", { command: "curl --version" })]] });
   assert.match(byId(after.results).call_0_0, /without a UI/);
+});
+
+test("escape attempts on both config files, present beforehand: edit, a link, a rename, every tool and bash", async (t) => {
+  const w = makeWorld("cfgescape");
+  t.after(w.cleanup);
+  const global = path.join(w.agentDir, "extensions", "sandbox.json");
+  const project = path.join(w.project, ".pi", "sandbox.json");
+  mkdirSync(path.dirname(global), { recursive: true });
+  mkdirSync(path.dirname(project), { recursive: true });
+  const globalText = `${JSON.stringify({ network: { allowedDomains: ["example.org"] } }, null, 2)}\n`;
+  const projectText = `${JSON.stringify({ filesystem: { denyRead: ["~/.ssh", "secrets"] } }, null, 2)}\n`;
+  writeFileSync(global, globalText);
+  writeFileSync(project, projectText);
+  const opened = JSON.stringify({ enabled: false });
+  const q = (s) => `'${s.replace(/'/g, "'\\''")}'`;
+  const r = await runPi({
+    world: w,
+    script: [
+      [
+        call("edit", { path: project, edits: [{ oldText: "secrets", newText: "nothing" }] }),
+        call("edit", { path: global, edits: [{ oldText: "example.org", newText: "evil.example" }] }),
+        call("bash", { command: `ln -s ${q(project)} p.json; ln -s ${q(global)} g.json; ln -s ${q(path.dirname(global))} ext; echo made` }),
+      ],
+      [
+        call("write", { path: "p.json", content: opened }),
+        call("write", { path: "g.json", content: opened }),
+        call("edit", { path: "ext/sandbox.json", edits: [{ oldText: "example.org", newText: "evil.example" }] }),
+        call("write", { path: "ext/sandbox.json", content: opened }),
+      ],
+      [
+        call("bash", { command: `printf %s ${q(opened)} > p.json; printf %s ${q(opened)} > ext/sandbox.json; echo status=$?` }),
+        call("bash", { command: `mv .pi .pi-old; echo mv=$?; mkdir -p .pi && printf %s ${q(opened)} > .pi/sandbox.json; echo status=$?` }),
+        call("bash", { command: `printf %s ${q(opened)} > /tmp/o.json; mv /tmp/o.json .pi/sandbox.json; mv /tmp/o.json ${q(global)}; echo status=$?` }),
+        call("bash", { command: `rm -f .pi/sandbox.json; ln -sf /tmp/o.json .pi/sandbox.json; echo status=$?` }),
+        call("bash", { command: `mv ${q(w.agentDir)} ${q(w.agentDir)}-old; mv ${q(path.dirname(global))} ${q(path.dirname(global))}-old; echo status=$?` }),
+      ],
+    ],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const results = JSON.stringify(r.results, null, 1);
+  assert.equal(readFileSync(project, "utf8"), projectText, results);
+  assert.equal(readFileSync(global, "utf8"), globalText, results);
+  assert.equal(existsSync(`${w.agentDir}-old`), false, results);
+  assert.equal(existsSync(path.join(w.project, ".pi-old")), false, results);
+  // The rules still hold in the next session.
+  const after = await runPi({ world: w, script: [[call("read", { path: "secrets" })]] });
+  assert.match(byId(after.results).call_0_0, /denyRead/);
 });
 
 test("bash hides env files until the user allows reading them; a grant for the read tool opens them to bash too", async (t) => {
