@@ -7,6 +7,10 @@
 //!       CONCURRENCY threads each make PER_THREAD connections one after the other: connect
 //!       (to the proxy, then `CONNECT 127.0.0.1:TARGET_PORT` and its 200), one byte out and
 //!       back. Prints each connection's time in microseconds, one per line.
+//!   netbench held TARGET_PORT HELD NEW [PROXY_PORT [USER:PASSWORD]]
+//!       HELD connections opened (like `latency`'s) and kept open, each echoing a byte every
+//!       100 ms; meanwhile NEW connections made one at a time, 5 ms apart. Prints each new
+//!       connection's time in microseconds.
 //!   netbench floor
 //!       the least any CONNECT proxy can do, as a reference for ours: a thread per connection
 //!       reads the head, connects to the `CONNECT` target, answers 200 and moves the bytes
@@ -156,16 +160,16 @@ fn base64(input: &[u8]) -> String {
     out
 }
 
-fn one(target: u16, proxy: Option<(u16, Option<&str>)>) -> u128 {
-    let t0 = Instant::now();
-    let mut s = TcpStream::connect(("127.0.0.1", proxy.map_or(target, |p| p.0))).expect("connect");
+/// A connection to `target`, directly or through `proxy` (`CONNECT` answered 200).
+fn open_through(target: u16, proxy: Option<(u16, Option<&str>)>) -> TcpStream {
+    let s = TcpStream::connect(("127.0.0.1", proxy.map_or(target, |p| p.0))).expect("connect");
     s.set_nodelay(true).expect("nodelay");
     if let Some((_, auth)) = proxy {
         let credential = auth
             .map(|a| format!("Proxy-Authorization: Basic {}\r\n", base64(a.as_bytes())))
             .unwrap_or_default();
         write!(
-            s,
+            &s,
             "CONNECT 127.0.0.1:{target} HTTP/1.1\r\nHost: 127.0.0.1:{target}\r\n{credential}\r\n"
         )
         .expect("CONNECT");
@@ -182,16 +186,72 @@ fn one(target: u16, proxy: Option<(u16, Option<&str>)>) -> u128 {
         }
         assert!(reader.buffer().is_empty());
     }
+    s
+}
+
+/// One byte out and back.
+fn echo_byte(mut s: &TcpStream) {
     s.write_all(b"x").expect("write");
     let mut b = [0u8; 1];
     s.read_exact(&mut b).expect("echo");
+}
+
+fn one(target: u16, proxy: Option<(u16, Option<&str>)>) -> u128 {
+    let t0 = Instant::now();
+    echo_byte(&open_through(target, proxy));
     t0.elapsed().as_micros()
+}
+
+/// A connection like `one`'s, kept open and used every 100 ms until `stop`.
+fn held_open(
+    target: u16,
+    proxy: Option<(u16, Option<&str>)>,
+    stop: &std::sync::atomic::AtomicBool,
+) {
+    let s = open_through(target, proxy);
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        echo_byte(&s);
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("echo") => echo(),
+        Some("held") => {
+            let num = |i: usize| args[i].parse::<u64>().expect("a number");
+            let (target, held, new) = (num(1) as u16, num(2), num(3));
+            let proxy_port = args.get(4).map(|p| p.parse::<u16>().expect("a port"));
+            let auth = args.get(5).cloned();
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+            let holders: Vec<_> = (0..held)
+                .map(|_| {
+                    let (auth, stop, ready) = (auth.clone(), stop.clone(), ready_tx.clone());
+                    std::thread::spawn(move || {
+                        let proxy = proxy_port.map(|p| (p, auth.as_deref()));
+                        let _ = ready.send(());
+                        held_open(target, proxy, &stop)
+                    })
+                })
+                .collect();
+            for _ in 0..held {
+                ready_rx.recv().expect("a holder");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            let mut out = String::new();
+            for _ in 0..new {
+                let t = one(target, proxy_port.map(|p| (p, auth.as_deref())));
+                out.push_str(&format!("{t}\n"));
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            for h in holders {
+                h.join().expect("a holder");
+            }
+            print!("{out}");
+        }
         Some("floor") => {
             serve_until_stdin_ends(TcpListener::bind("127.0.0.1:0").expect("bind"), floor_one)
         }
