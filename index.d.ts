@@ -465,6 +465,12 @@ export declare class Sandbox {
   /** Re-reads the config files and the approvals store if one changed; true if it did. */
   refresh(): boolean
   /**
+   * Stops the session's background work (the index of the writable trees, the search for
+   * env files in the home directory) when pi's session ends, instead of when the garbage
+   * collector gets to this object.
+   */
+  dispose(): void
+  /**
    * The effective configuration as text, each value with the file it came from.
    * `network`: the mode asked for (`--sandbox-network`), to say what bash gets.
    * @throws {SandboxError} `E_BAD_NETWORK`.

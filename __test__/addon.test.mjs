@@ -342,3 +342,17 @@ test("the async file backends judge like the sync ones and reject with the same 
   assert.equal(d.decision.verdict, "deny");
   assert.equal(await s.checkToolAsync("some_other_tool", {}), null);
 });
+
+test("a session loaded in yolo runs bash sandboxed once the mode is switched back (the env file search was started at load)", async (t) => {
+  const w = world();
+  t.after(w.cleanup);
+  mkdirSync(path.join(w.agentDir, "extensions"), { recursive: true });
+  writeFileSync(path.join(w.agentDir, "extensions", "sandbox.json"), JSON.stringify({ mode: "yolo" }));
+  const s = w.load();
+  assert.equal(s.mode, "yolo");
+  s.setMode("read-write", "test");
+  const p = await s.prepareBashAsync("true", "off");
+  assert.equal(p.verdict, "sandboxed", p.reason);
+  await p.finishAsync();
+  s.dispose();
+});

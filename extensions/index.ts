@@ -437,6 +437,14 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		status(ctx, s);
 	});
 
+	// The session's background work (the index, the search for env files) ends with it.
+	pi.on("session_shutdown", async () => {
+		const ending = loaded;
+		loaded = undefined;
+		current = undefined;
+		if (ending) (await ending.sandbox.catch(() => undefined))?.dispose();
+	});
+
 	// A project file that would loosen the sandbox is shown before the agent runs (dialogs
 	// during session_start cannot be answered yet in every mode); it stays untrusted until then.
 	pi.on("before_agent_start", async (_event, ctx) => {

@@ -1,33 +1,74 @@
 //! The env files of the home directory, for bash to hide. The read tool asks about an env
-//! file wherever it is; bash cannot ask per file, so it hides each one it knows of (a
-//! `/dev/null` bound over it) until the user allows reading it. The trees the index covers
-//! and the session directory's ancestors are looked at for every command
+//! file wherever it is; bash cannot ask per file, so it hides each one it knows of (a mask
+//! bound over it) until the user allows reading it. The trees the index covers and the
+//! session directory's ancestors are looked at for every command
 //! (`mounts::env_files_around`); the rest of the home directory — another project's
-//! `~/work/x/.env` — is found by this search: a walk of the whole home directory on a thread
-//! of its own, started with the session (the first command waits for it), then again every
-//! few seconds, listing only the directories whose times changed since.
+//! `~/work/x/.env` — is found by this search: a walk of the home directory (its real path)
+//! on a thread of its own, started with the session (the first command waits for it), then
+//! again every few seconds, listing only the directories whose times changed since.
 //!
-//! A command cannot add an env file here that the index does not see (it can only write in
-//! the indexed trees); one the user makes elsewhere mid-session is hidden from the commands
-//! after the next pass. The walk stays on the home directory's file system (a network share
-//! mounted below it is not walked) and follows no symlink.
+//! The trees the index covers are left out of the walk (the index sees them live, and they
+//! are the only places a command can write: an agent making a million directories there does
+//! not slow this down). When they change (a grant, a config change) the next command waits
+//! for a pass over the new set. Mounts of network and FUSE file systems below home are not
+//! walked (a hung server would hang the walk); nor is anything reached through a symlink.
+//! Commands wait at most `FIRST_WAIT` for a pass; past it they are refused (fail closed).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 /// The shortest wait between two passes.
 const MIN_INTERVAL: Duration = Duration::from_secs(2);
-/// A pass waits this many times its own duration before the next, so that a large home
-/// costs a small share of one core (about 1 %).
+/// The longest: an env file the user makes mid-session is hidden within about this long.
+const MAX_INTERVAL: Duration = Duration::from_secs(10);
+/// Between the two, a pass waits this many times the last pass's duration, so that a large
+/// home costs a small share of one core (about 1 %).
 const INTERVAL_FACTOR: u32 = 100;
+/// How long a command waits for a pass it needs before it is refused.
+const FIRST_WAIT: Duration = Duration::from_secs(30);
 /// A directory listed less than this after it last changed is listed again next pass: a
 /// name added in the same tick of the file system's clock would leave its times as they were.
 const RACY: Duration = Duration::from_secs(2);
+/// Names looked up in a directory that can be entered but not listed (a command can open
+/// such a file by guessing its name).
+const LIKELY_NAMES: &[&str] = &[
+    ".env",
+    ".env.local",
+    ".env.development",
+    ".env.development.local",
+    ".env.test",
+    ".env.test.local",
+    ".env.staging",
+    ".env.production",
+    ".env.production.local",
+    ".env.prod",
+    ".env.dev",
+];
+/// File systems not walked: network and FUSE mounts can hang a walk; autofs mounts on touch.
+fn is_remote(fstype: &str) -> bool {
+    matches!(
+        fstype,
+        "nfs"
+            | "nfs4"
+            | "cifs"
+            | "smb3"
+            | "smbfs"
+            | "9p"
+            | "ceph"
+            | "glusterfs"
+            | "lustre"
+            | "afs"
+            | "davfs"
+            | "autofs"
+            | "fuse"
+            | "sshfs"
+    ) || fstype.starts_with("fuse.")
+}
 
 /// The search, shared by the session and its thread; dropping the last handle stops it.
 #[derive(Clone)]
@@ -40,6 +81,10 @@ struct Shared {
     state: Mutex<State>,
     changed: Condvar,
     stop: AtomicBool,
+    /// The trees left out of the walk, and the generation of that set: a pass records the
+    /// generation it walked with, and an answer is current only for the latest one.
+    skip: Mutex<Vec<PathBuf>>,
+    wanted: AtomicU64,
 }
 
 enum State {
@@ -47,6 +92,7 @@ enum State {
     Found {
         files: Arc<Vec<PathBuf>>,
         passes: u64,
+        generation: u64,
     },
     Failed(String),
 }
@@ -61,7 +107,7 @@ impl Drop for StopOnDrop {
     }
 }
 
-fn lock(m: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -72,6 +118,8 @@ impl EnvFileSearch {
             state: Mutex::new(State::Searching),
             changed: Condvar::new(),
             stop: AtomicBool::new(false),
+            skip: Mutex::new(vec![]),
+            wanted: AtomicU64::new(0),
         });
         let search = EnvFileSearch {
             shared: shared.clone(),
@@ -90,26 +138,55 @@ impl EnvFileSearch {
         search
     }
 
-    /// Waits for the first pass to end.
-    pub fn wait_ready(&self) {
-        let mut state = lock(&self.shared.state);
-        while matches!(*state, State::Searching) {
-            state = self
-                .shared
-                .changed
-                .wait(state)
-                .unwrap_or_else(|e| e.into_inner());
+    /// Leaves `roots` out of the walk from the next pass on (the trees the index covers);
+    /// answers wait for a pass over the new set.
+    pub fn set_skip(&self, mut roots: Vec<PathBuf>) {
+        roots.sort();
+        roots.dedup();
+        let mut skip = lock(&self.shared.skip);
+        if *skip != roots {
+            *skip = roots;
+            self.shared.wanted.fetch_add(1, Ordering::SeqCst);
+            drop(skip);
+            // Under the state's lock: the thread checks `wanted` under it before it sleeps.
+            let _state = lock(&self.shared.state);
+            self.shared.changed.notify_all();
         }
     }
 
-    /// The env files the last pass found (waits for the first one), or why there is no
-    /// answer: then bash cannot know what to hide, and is refused.
+    /// Waits (at most `FIRST_WAIT`) for a pass over the current set of trees to end.
+    pub fn wait_ready(&self) {
+        let _ = self.found();
+    }
+
+    /// The env files the last pass found (after waiting for a pass over the current set of
+    /// skipped trees, at most `FIRST_WAIT`), or why there is no answer: then bash cannot
+    /// know what to hide, and is refused.
     pub fn found(&self) -> Result<Arc<Vec<PathBuf>>, String> {
-        self.wait_ready();
-        match &*lock(&self.shared.state) {
-            State::Found { files, .. } => Ok(files.clone()),
-            State::Failed(why) => Err(why.clone()),
-            State::Searching => unreachable!("waited for the first pass"),
+        let deadline = Instant::now() + FIRST_WAIT;
+        let mut state = lock(&self.shared.state);
+        loop {
+            let wanted = self.shared.wanted.load(Ordering::SeqCst);
+            match &*state {
+                State::Failed(why) => return Err(why.clone()),
+                State::Found {
+                    files, generation, ..
+                } if *generation >= wanted => return Ok(files.clone()),
+                _ => {}
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(format!(
+                    "the search for env files in the home directory has not finished a pass in {} s (a slow or hung file system below it?); bash is refused until it does",
+                    FIRST_WAIT.as_secs()
+                ));
+            }
+            state = self
+                .shared
+                .changed
+                .wait_timeout(state, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
     }
 
@@ -123,25 +200,53 @@ impl EnvFileSearch {
 }
 
 fn search_until_stopped(home: &Path, shared: &Shared) {
+    // Its real path: a home that is a symlink (moved to another disk) is walked where it is.
+    let home = match std::fs::canonicalize(home) {
+        Ok(h) if h.is_dir() => h,
+        Ok(h) => {
+            return fail(shared, format!("the home directory {} is not a directory, so it cannot be searched for env files; bash is refused", h.display()));
+        }
+        Err(e) => {
+            return fail(
+                shared,
+                format!(
+                    "the home directory {} cannot be searched for env files ({e}); bash is refused",
+                    home.display()
+                ),
+            );
+        }
+    };
     // A panic must not leave commands waiting, nor bash running with nothing hidden.
     let searched = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut tree = Tree::default();
         let mut passes = 0;
         loop {
+            let generation = shared.wanted.load(Ordering::SeqCst);
+            let skip: HashSet<PathBuf> = lock(&shared.skip).iter().cloned().collect();
+            let unwalked = remote_mounts_below(&home);
             let began = Instant::now();
-            let files = tree.pass(home);
-            passes += 1;
+            let files = tree.pass(&home, &|p| skip.contains(p) || unwalked.contains(p));
             let took = began.elapsed();
+            passes += 1;
             let mut state = lock(&shared.state);
             *state = State::Found {
                 files: Arc::new(files),
                 passes,
+                generation,
             };
             shared.changed.notify_all();
-            let pause = MIN_INTERVAL.max(took * INTERVAL_FACTOR);
+            // The first pass listed everything; later ones say what a pass costs.
+            let pause = if passes == 1 {
+                MIN_INTERVAL
+            } else {
+                (took * INTERVAL_FACTOR).clamp(MIN_INTERVAL, MAX_INTERVAL)
+            };
             let (guard, _) = shared
                 .changed
-                .wait_timeout_while(state, pause, |_| !shared.stop.load(Ordering::SeqCst))
+                .wait_timeout_while(state, pause, |_| {
+                    !shared.stop.load(Ordering::SeqCst)
+                        && shared.wanted.load(Ordering::SeqCst) == generation
+                })
                 .unwrap_or_else(|e| e.into_inner());
             drop(guard);
             if shared.stop.load(Ordering::SeqCst) {
@@ -150,14 +255,65 @@ fn search_until_stopped(home: &Path, shared: &Shared) {
         }
     }));
     if searched.is_err() {
-        *lock(&shared.state) = State::Failed(
+        fail(
+            shared,
             "the search for env files in the home directory failed; bash is refused until pi restarts".into(),
         );
-        shared.changed.notify_all();
     }
 }
 
+fn fail(shared: &Shared, why: String) {
+    *lock(&shared.state) = State::Failed(why);
+    shared.changed.notify_all();
+}
+
+/// The mount points below `home` of network and FUSE file systems (`is_remote`), from
+/// `/proc/self/mountinfo`: found by path, so that the walk never touches them.
+fn remote_mounts_below(home: &Path) -> HashSet<PathBuf> {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .map(|text| remote_mounts_in(&text, home))
+        .unwrap_or_default()
+}
+
+/// `remote_mounts_below` of a mountinfo text. Pure.
+fn remote_mounts_in(text: &str, home: &Path) -> HashSet<PathBuf> {
+    text.lines()
+        .filter_map(|line| {
+            let (fields, rest) = line.split_once(" - ")?;
+            let mount_point = unescape_mount_path(fields.split(' ').nth(4)?);
+            let fstype = rest.split(' ').next()?;
+            (is_remote(fstype) && mount_point.starts_with(home) && mount_point != home)
+                .then_some(mount_point)
+        })
+        .collect()
+}
+
+/// A mountinfo path: space, tab, newline and backslash are written as octal escapes.
+fn unescape_mount_path(field: &str) -> PathBuf {
+    use std::os::unix::ffi::OsStringExt;
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let octal = bytes
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match (bytes[i], octal) {
+            (b'\\', Some(d)) => {
+                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+                i += 4;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    PathBuf::from(OsString::from_vec(out))
+}
+
 /// A directory as last listed.
+#[derive(Clone)]
 struct Listed {
     /// Device, inode, modification and change times: adding, removing or renaming a name
     /// changes the times, and the change time cannot be set back.
@@ -186,29 +342,27 @@ struct Tree {
 }
 
 impl Tree {
-    /// Walks `root` again, listing only what changed; returns every env file found.
-    fn pass(&mut self, root: &Path) -> Vec<PathBuf> {
+    /// Walks `root` again, listing only what changed, leaving out the directories `skip`
+    /// names (and what is below them); returns every env file found.
+    fn pass(&mut self, root: &Path, skip: &dyn Fn(&Path) -> bool) -> Vec<PathBuf> {
         let mut before = std::mem::take(&mut self.dirs);
         let mut found = Vec::new();
-        let Ok(top) = std::fs::symlink_metadata(root) else {
-            return found;
-        };
-        if !top.is_dir() {
-            return found;
-        }
-        let device = top.dev();
         let mut stack = vec![root.to_path_buf()];
         while let Some(dir) = stack.pop() {
+            if skip(&dir) {
+                continue;
+            }
             let Ok(meta) = std::fs::symlink_metadata(&dir) else {
                 continue;
             };
-            if !meta.is_dir() || meta.dev() != device {
+            if !meta.is_dir() {
                 continue;
             }
             let stamp = stamp_of(&meta);
-            let listed = match before.remove(&dir) {
+            let previous = before.remove(&dir);
+            let listed = match previous {
                 Some(l) if l.settled && l.stamp == stamp => l,
-                _ => list(&dir, stamp),
+                previous => list(&dir, stamp, previous),
             };
             found.extend(listed.env_files.iter().map(|n| dir.join(n)));
             stack.extend(listed.subdirs.iter().map(|n| dir.join(n)));
@@ -218,8 +372,10 @@ impl Tree {
     }
 }
 
-/// Lists `dir` (unreadable: nothing in it, as for the command, which runs as the same user).
-fn list(dir: &Path, stamp: Stamp) -> Listed {
+/// Lists `dir`. One that cannot be listed but may be entered gets its likely env file names
+/// looked up; one whose listing fails otherwise (out of descriptors, an I/O error) keeps
+/// what it held before, to be listed again next pass.
+fn list(dir: &Path, stamp: Stamp, previous: Option<Listed>) -> Listed {
     let listed_at = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap_or_default();
@@ -233,14 +389,32 @@ fn list(dir: &Path, stamp: Stamp) -> Listed {
         env_files: vec![],
         subdirs: vec![],
     };
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let Ok(kind) = entry.file_type() else {
-            continue;
-        };
-        if kind.is_dir() {
-            listed.subdirs.push(entry.file_name());
-        } else if kind.is_file() && crate::guard::is_env_file(Path::new(&entry.file_name())) {
-            listed.env_files.push(entry.file_name());
+    let entries = std::fs::read_dir(dir).and_then(|entries| {
+        entries
+            .map(|e| e.and_then(|e| Ok((e.file_name(), e.file_type()?))))
+            .collect::<std::io::Result<Vec<_>>>()
+    });
+    match entries {
+        Ok(entries) => {
+            for (name, kind) in entries {
+                if kind.is_dir() {
+                    listed.subdirs.push(name);
+                } else if kind.is_file() && crate::guard::is_env_file(Path::new(&name)) {
+                    listed.env_files.push(name);
+                }
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            listed.env_files = LIKELY_NAMES
+                .iter()
+                .filter(|n| std::fs::symlink_metadata(dir.join(n)).is_ok_and(|m| m.is_file()))
+                .map(OsString::from)
+                .collect();
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(_) => {
+            listed = previous.unwrap_or(listed);
+            listed.settled = false;
         }
     }
     listed
@@ -275,7 +449,7 @@ mod tests {
         fs::write(outside.path().join(".env"), "D=1").unwrap();
         std::os::unix::fs::symlink(outside.path(), home.join("work/linked")).unwrap();
         std::os::unix::fs::symlink(outside.path().join(".env"), home.join("work/.env")).unwrap();
-        let found = Tree::default().pass(home);
+        let found = Tree::default().pass(home, &|_| false);
         assert_eq!(
             names(&found, home),
             [".env", "work/x/.env.local", "work/x/deep/er/.env"]
@@ -289,18 +463,18 @@ mod tests {
         fs::create_dir_all(home.join("a/b")).unwrap();
         fs::write(home.join("a/b/.env"), "1").unwrap();
         let mut tree = Tree::default();
-        assert_eq!(names(&tree.pass(home), home), ["a/b/.env"]);
+        assert_eq!(names(&tree.pass(home, &|_| false), home), ["a/b/.env"]);
         // Each change below happens within the racy window, so the directories it touches
         // are listed again whatever their times say; the rest is reused.
         fs::create_dir_all(home.join("c/d")).unwrap();
         fs::write(home.join("c/d/.env.prod"), "2").unwrap();
         fs::rename(home.join("a/b"), home.join("a/moved")).unwrap();
         assert_eq!(
-            names(&tree.pass(home), home),
+            names(&tree.pass(home, &|_| false), home),
             ["a/moved/.env", "c/d/.env.prod"]
         );
         fs::remove_file(home.join("a/moved/.env")).unwrap();
-        assert_eq!(names(&tree.pass(home), home), ["c/d/.env.prod"]);
+        assert_eq!(names(&tree.pass(home, &|_| false), home), ["c/d/.env.prod"]);
         assert!(
             !tree.dirs.contains_key(&home.join("a/b")),
             "a renamed directory is forgotten"
@@ -313,18 +487,24 @@ mod tests {
         let home = t.path();
         fs::write(home.join(".env"), "1").unwrap();
         let mut tree = Tree::default();
-        tree.pass(home);
+        tree.pass(home, &|_| false);
         // Pretend the listing was settled, then change what it says without touching the
         // directory: the pass trusts the listing.
         let listed = tree.dirs.get_mut(home).unwrap();
         listed.settled = true;
         listed.env_files.push(".env.remembered".into());
-        assert_eq!(names(&tree.pass(home), home), [".env", ".env.remembered"]);
+        assert_eq!(
+            names(&tree.pass(home, &|_| false), home),
+            [".env", ".env.remembered"]
+        );
         // A name added changes the directory's times: listed again.
         std::thread::sleep(Duration::from_millis(20));
         fs::write(home.join(".env.new"), "2").unwrap();
         tree.dirs.get_mut(home).unwrap().settled = true;
-        assert_eq!(names(&tree.pass(home), home), [".env", ".env.new"]);
+        assert_eq!(
+            names(&tree.pass(home, &|_| false), home),
+            [".env", ".env.new"]
+        );
     }
 
     #[test]
@@ -355,18 +535,78 @@ mod tests {
         let home = PathBuf::from(std::env::var_os("HOME").unwrap());
         let mut tree = Tree::default();
         let t0 = Instant::now();
-        let found = tree.pass(&home);
+        let found = tree.pass(&home, &|_| false);
         let first = t0.elapsed();
         std::thread::sleep(RACY);
-        tree.pass(&home);
+        tree.pass(&home, &|_| false);
         let t1 = Instant::now();
-        tree.pass(&home);
+        tree.pass(&home, &|_| false);
         println!(
             "{} directories, {} env files: first pass {:?}, a later one {:?}",
             tree.dirs.len(),
             found.len(),
             first,
             t1.elapsed()
+        );
+    }
+
+    #[test]
+    fn network_and_fuse_mounts_below_home_are_found_by_path() {
+        let info = "\
+36 25 0:32 / /home/u rw,relatime shared:1 - ext4 /dev/sda2 rw
+40 36 0:40 / /home/u/nas rw - nfs4 server:/export rw
+41 36 0:41 / /home/u/my\\040drive rw - fuse.sshfs u@h:/ rw
+42 36 0:42 / /home/u/disk rw - btrfs /dev/sdb1 rw
+43 25 0:43 / /mnt/elsewhere rw - cifs //s/x rw
+44 36 0:44 / /home/u/auto rw - autofs systemd-1 rw";
+        let mut found: Vec<_> = remote_mounts_in(info, Path::new("/home/u"))
+            .into_iter()
+            .collect();
+        found.sort();
+        assert_eq!(
+            found,
+            [
+                PathBuf::from("/home/u/auto"),
+                PathBuf::from("/home/u/my drive"),
+                PathBuf::from("/home/u/nas")
+            ]
+        );
+    }
+
+    #[test]
+    fn a_home_that_is_a_symlink_is_searched_where_it_leads() {
+        let t = tempfile::tempdir().unwrap();
+        fs::create_dir_all(t.path().join("data/u/work/y")).unwrap();
+        fs::write(t.path().join("data/u/work/y/.env"), "1").unwrap();
+        std::os::unix::fs::symlink(t.path().join("data/u"), t.path().join("home")).unwrap();
+        let search = EnvFileSearch::start(&t.path().join("home"));
+        let real = fs::canonicalize(t.path().join("data/u")).unwrap();
+        assert_eq!(names(&search.found().unwrap(), &real), ["work/y/.env"]);
+    }
+
+    #[test]
+    fn a_missing_home_fails_closed() {
+        let t = tempfile::tempdir().unwrap();
+        let search = EnvFileSearch::start(&t.path().join("gone"));
+        assert!(search.found().unwrap_err().contains("bash is refused"));
+    }
+
+    #[test]
+    fn skipped_trees_are_not_walked_and_a_new_set_is_waited_for() {
+        let t = tempfile::tempdir().unwrap();
+        let home = fs::canonicalize(t.path()).unwrap();
+        fs::create_dir_all(home.join("proj/sub")).unwrap();
+        fs::create_dir_all(home.join("other")).unwrap();
+        fs::write(home.join("proj/sub/.env"), "1").unwrap();
+        fs::write(home.join("other/.env"), "2").unwrap();
+        let search = EnvFileSearch::start(&home);
+        search.set_skip(vec![home.join("proj")]);
+        assert_eq!(names(&search.found().unwrap(), &home), ["other/.env"]);
+        // The project leaves the indexed trees: the next answer comes from a pass over it.
+        search.set_skip(vec![]);
+        assert_eq!(
+            names(&search.found().unwrap(), &home),
+            ["other/.env", "proj/sub/.env"]
         );
     }
 }

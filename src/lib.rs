@@ -1489,6 +1489,14 @@ impl Sandbox {
         self.commands.session().refresh()
     }
 
+    /// Stops the session's background work (the index of the writable trees, the search for
+    /// env files in the home directory) when pi's session ends, instead of when the garbage
+    /// collector gets to this object.
+    #[napi(catch_unwind)]
+    pub fn dispose(&mut self) {
+        self.commands.session().dispose();
+    }
+
     /// The effective configuration as text, each value with the file it came from.
     /// `network`: the mode asked for (`--sandbox-network`), to say what bash gets.
     /// @throws {SandboxError} `E_BAD_NETWORK`.

@@ -394,14 +394,36 @@ impl Session {
             Ok(loaded) if index_wanted() => Some(Index::start(&loaded.guard)),
             _ => None,
         };
-        // The search does not depend on the rules: started once, when first needed.
-        if self.env_search.is_none()
-            && matches!(&self.state, Ok(loaded) if loaded.guard.hides_env_files())
-        {
+        // The search does not depend on the rules: started once, with the first load, unless
+        // the approval mode (fixed for the process) never hides env files. The trees the
+        // index covers are left to the index.
+        let hides = !matches!(
+            self.options
+                .approval_mode
+                .as_deref()
+                .and_then(ApprovalMode::parse),
+            Some(ApprovalMode::Always)
+        );
+        if self.env_search.is_none() && hides {
             self.env_search = Some(crate::env_files::EnvFileSearch::start(
                 &self.options.env.home,
             ));
         }
+        if let Some(search) = &self.env_search {
+            search.set_skip(match &self.state {
+                Ok(loaded) if loaded.guard.hides_env_files() => {
+                    crate::platform::mounts::scanned_roots(&loaded.guard)
+                }
+                _ => vec![],
+            });
+        }
+    }
+
+    /// Stops what runs in the background for this session (the index, the search for env
+    /// files): pi's session is over. Both start again if the session is used after all.
+    pub fn dispose(&mut self) {
+        self.index = None;
+        self.env_search = None;
     }
 
     /// What the guard keeps read-only in bash's writable trees now: from the index, or by a

@@ -149,7 +149,10 @@ impl Gate {
     }
 
     pub fn set_rules(&self, mut rules: Rules) {
-        for host in lock(&self.session_hosts).iter() {
+        // Held until the rules are in place: a host allowed meanwhile is not lost with the
+        // rules it was added to.
+        let session_hosts = lock(&self.session_hosts);
+        for host in session_hosts.iter() {
             rules.granted.push((host.clone(), SESSION_GRANT.into()));
         }
         *self.denied_ips.write().unwrap_or_else(|e| e.into_inner()) =
