@@ -31,6 +31,9 @@ const MAX_INTERVAL: Duration = Duration::from_secs(10);
 const INTERVAL_FACTOR: u32 = 100;
 /// How long a command waits for a pass it needs before it is refused.
 const FIRST_WAIT: Duration = Duration::from_secs(30);
+/// An answer this old is not used: passes end at least every `MAX_INTERVAL` plus their own
+/// duration.
+const STALE: Duration = Duration::from_secs(40);
 /// A directory listed less than this after it last changed is listed again next pass: a
 /// name added in the same tick of the file system's clock would leave its times as they were.
 const RACY: Duration = Duration::from_secs(2);
@@ -93,6 +96,9 @@ enum State {
         files: Arc<Vec<PathBuf>>,
         passes: u64,
         generation: u64,
+        /// When the pass ended: an answer older than `STALE` means the passes stopped
+        /// ending (a file system hung mid-session), and is not used.
+        at: Instant,
     },
     Failed(String),
 }
@@ -170,8 +176,11 @@ impl EnvFileSearch {
             match &*state {
                 State::Failed(why) => return Err(why.clone()),
                 State::Found {
-                    files, generation, ..
-                } if *generation >= wanted => return Ok(files.clone()),
+                    files,
+                    generation,
+                    at,
+                    ..
+                } if *generation >= wanted && at.elapsed() < STALE => return Ok(files.clone()),
                 _ => {}
             }
             let left = deadline.saturating_duration_since(Instant::now());
@@ -233,6 +242,7 @@ fn search_until_stopped(home: &Path, shared: &Shared) {
                 files: Arc::new(files),
                 passes,
                 generation,
+                at: Instant::now(),
             };
             shared.changed.notify_all();
             // The first pass listed everything; later ones say what a pass costs.

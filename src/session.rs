@@ -1435,23 +1435,38 @@ impl Session {
         let after = crate::config_edit::with_entry(&file, before.as_deref(), at, inherited, entry)
             .map_err(|e| e.to_string())?;
         crate::config_edit::replace_file(&file, &after).map_err(|e| e.to_string())?;
-        if let Some(trusted) = answered {
-            let (key, _) = config::project_trust_key(&env, &after).map_err(|e| e.to_string())?;
-            self.store()?
-                .grant(
-                    Scope::Always,
-                    Grant::ProjectTrust {
-                        file,
-                        sha256: key,
-                        trusted,
-                    },
-                    &self.session_id(),
-                    granted_by,
-                )
-                .map_err(|e| e.to_string())?;
-        }
+        let recorded = match answered {
+            Some(trusted) => self.record_project_trust(&env, &after, trusted, granted_by),
+            None => Ok(()),
+        };
+        // The file changed whether or not the answer could be stored: the rules follow it.
         self.reload();
+        recorded?;
         Ok(answered == Some(true))
+    }
+
+    /// Stores the answer `trusted` about the project file holding `text`.
+    fn record_project_trust(
+        &self,
+        env: &Env,
+        text: &str,
+        trusted: bool,
+        granted_by: &str,
+    ) -> Result<(), String> {
+        let (key, _) = config::project_trust_key(env, text).map_err(|e| e.to_string())?;
+        self.store()?
+            .grant(
+                Scope::Always,
+                Grant::ProjectTrust {
+                    file: env.project_config(),
+                    sha256: key,
+                    trusted,
+                },
+                &self.session_id(),
+                granted_by,
+            )
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }
 
     /// Adds `entry` to the list `at` of the global config file. A project file that sets
