@@ -244,7 +244,8 @@ pub struct Session {
     second_names: std::cell::RefCell<Option<Vec<Found>>>,
     /// What the scan finds, kept current from file events (None: full scans; see `scan`).
     index: Option<Index>,
-    /// The env files elsewhere in the home directory (started once bash hides env files).
+    /// The env files elsewhere in the home directory (started with the first load unless the
+    /// approval mode is `always`).
     env_search: Option<crate::env_files::EnvFileSearch>,
     /// The hooks directories of each repository met in the writable trees (nested ones,
     /// submodules' and bare git dirs too), asked of git again only when its config files
