@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { runPrepared, runPreparedSync } from "./helpers/launch.mjs";
@@ -180,6 +180,34 @@ test("as an unprivileged user too (the CLI's run)", { skip: process.getuid() !==
   assert.equal(existsSync(outside), false);
   assert.match(r.stderr, /Read-only file system/);
   assert.doesNotMatch(r.stdout, /SECRET-KEY-0451/);
+});
+
+test("as an unprivileged user: env files anywhere in the home are hidden from bash, also in a directory that can be entered but not listed", { skip: process.getuid() !== 0 && "needs root to switch user" }, (t) => {
+  const w = makeWorld("unprivenv");
+  t.after(w.cleanup);
+  const other = path.join(w.home, "work", "x", "api");
+  const locked = path.join(w.home, "locked");
+  mkdirSync(other, { recursive: true });
+  mkdirSync(locked);
+  writeFileSync(path.join(other, ".env"), "A=ENV-SECRET-31\n");
+  writeFileSync(path.join(locked, ".env.local"), "B=ENV-SECRET-32\n");
+  openPathForAnyone(w.root);
+  spawnSync("chown", ["-R", "65534:65534", w.root]);
+  chmodSync(locked, 0o311);
+  const asNobody = (...argv) =>
+    spawnSync("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "--", ...argv], {
+      cwd: w.project,
+      encoding: "utf8",
+      env: { ...process.env, HOME: w.home, PI_CODING_AGENT_DIR: w.agentDir, TMPDIR: w.tmp },
+    });
+  // Without the sandbox, nobody can list the locked directory but can read the file by name.
+  assert.notEqual(asNobody("ls", locked).status, 0);
+  assert.match(asNobody("cat", path.join(locked, ".env.local")).stdout, /ENV-SECRET-32/);
+  const r = asNobody(process.execPath, path.join(repo, "bin", "pi-sandbox.js"), "run", "--", "bash", "-c", `cat ${other}/.env ${locked}/.env.local; echo rc=$?`);
+  assert.match(r.stdout, /rc=1/, r.stderr);
+  assert.match(r.stderr, /api\/\.env: Permission denied/);
+  assert.match(r.stderr, /locked\/\.env\.local: Permission denied/);
+  assert.doesNotMatch(r.stdout, /ENV-SECRET/);
 });
 
 test("git worktree: started at its root, git can write its git dirs (hooks still protected); from a subdirectory it cannot", (t) => {
