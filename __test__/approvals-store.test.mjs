@@ -205,3 +205,21 @@ test("PI_SANDBOX_SESSION_APPROVAL_TTL_MS sets how long a session grant lasts; a 
   const bad = await run("six hours");
   assert.match(`${bad.notice} ${bad.error}`, /PI_SANDBOX_SESSION_APPROVAL_TTL_MS/);
 });
+
+test("grants written into one config file by 4 processes at once: none lost", async (t) => {
+  const w = makeWorld("cfg4x");
+  t.after(w.cleanup);
+  const grantHosts = (tag) => {
+    const code = `
+      const { Sandbox } = require(${JSON.stringify(addonPath)});
+      const s = Sandbox.load({ cwd: ${JSON.stringify(w.project)}, home: ${JSON.stringify(w.home)}, agentDir: ${JSON.stringify(w.agentDir)} });
+      for (let i = 0; i < 50; i++) s.grantDomain("${tag}-" + i + ".example.org", "global");
+    `;
+    const child = spawn(process.execPath, ["-e", code], { env: { ...process.env, PI_SANDBOX_INDEX: "off", PI_SANDBOX_APPROVAL_MODE: "always" }, stdio: ["ignore", "inherit", "inherit"] });
+    return new Promise((resolve) => child.on("close", resolve));
+  };
+  assert.deepEqual(await Promise.all(["a", "b", "c", "d"].map(grantHosts)), [0, 0, 0, 0]);
+  const global = JSON.parse(readFileSync(path.join(w.agentDir, "extensions", "sandbox.json"), "utf8"));
+  const hosts = new Set(global.network.allowedDomains);
+  for (const tag of ["a", "b", "c", "d"]) for (let i = 0; i < 50; i++) assert.ok(hosts.has(`${tag}-${i}.example.org`), `${tag}-${i}`);
+});

@@ -25,10 +25,9 @@
 //! directory), so several pi processes granting at once lose nothing.
 
 use std::fmt;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write as _;
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -561,24 +560,7 @@ impl Store {
     /// The exclusive lock on the sidecar lock file, released when dropped.
     fn lock(&self) -> Result<File, StoreError> {
         let path = self.sibling(".lock");
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|e| StoreError::io(&path, "opening the lock file", e))?;
-        loop {
-            // SAFETY: flock on a descriptor we own for the duration of the call.
-            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
-                return Ok(file);
-            }
-            let err = std::io::Error::last_os_error();
-            if err.kind() != std::io::ErrorKind::Interrupted {
-                return Err(StoreError::io(&path, "locking", err));
-            }
-        }
+        crate::config_edit::exclusive_lock(&path).map_err(|e| StoreError::io(&path, "locking", e))
     }
 
     /// The file's content, or why it is not an approvals file. A newer version is an error.

@@ -108,6 +108,30 @@ pub fn with_entry(
     Ok(out)
 }
 
+/// An exclusive `flock` on `path` (created, mode 0600), released when the file is dropped:
+/// read-modify-write edits by several pi processes at once take turns, and none is lost.
+pub fn exclusive_lock(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)?;
+    loop {
+        // SAFETY: flock on a descriptor we own for the duration of the call.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return Ok(file);
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
 /// Whether a config file's `text` sets the list at `at` (then it replaces the lists of the
 /// layers below it). Text that does not parse sets nothing that could apply.
 pub fn sets_list(text: Option<&str>, at: ListKey) -> bool {

@@ -449,6 +449,11 @@ impl Session {
         self.index.clone()
     }
 
+    /// Where grants written into config files take turns (see `config_lock`).
+    fn config_lock_path(&self) -> PathBuf {
+        self.options.env.agent_dir.join("sandbox-config.lock")
+    }
+
     /// The search for env files in the home directory, to wait for its first pass without
     /// holding the session (see `Commands`).
     pub fn env_search(&self) -> Option<crate::env_files::EnvFileSearch> {
@@ -1420,6 +1425,7 @@ impl Session {
             .store()?
             .load(&self.session_id())
             .map_err(|e| e.to_string())?;
+        let turn = config_lock(&self.config_lock_path())?;
         let before = read_config_text(&file)?;
         let answered = match &before {
             None => Some(true),
@@ -1436,6 +1442,7 @@ impl Session {
         let after = crate::config_edit::with_entry(&file, before.as_deref(), at, inherited, entry)
             .map_err(|e| e.to_string())?;
         crate::config_edit::replace_file(&file, &after).map_err(|e| e.to_string())?;
+        drop(turn);
         let recorded = match answered {
             Some(trusted) => self.record_project_trust(&env, &after, trusted, granted_by),
             None => Ok(()),
@@ -1482,7 +1489,7 @@ impl Session {
         granted_by: &str,
     ) -> Result<(String, bool), String> {
         let global = self.options.env.global_config();
-        add_list_entry(&global, at, defaults, entry)?;
+        add_list_entry(&global, at, defaults, entry, &self.config_lock_path())?;
         let project = self.options.env.project_config();
         if !crate::config_edit::sets_list(read_config_text(&project)?.as_deref(), at) {
             return Ok((format!("in {}", global.display()), true));
@@ -1819,11 +1826,24 @@ fn add_list_entry(
     at: ListKey,
     inherited: &[String],
     entry: &str,
+    lock: &Path,
 ) -> Result<(), String> {
+    let _turn = config_lock(lock)?;
     let text = read_config_text(file)?;
     let new = crate::config_edit::with_entry(file, text.as_deref(), at, inherited, entry)
         .map_err(|e| e.to_string())?;
     crate::config_edit::replace_file(file, &new).map_err(|e| e.to_string())
+}
+
+/// The lock every grant written into a config file takes, in pi's agent dir (not beside the
+/// project's file, which would leave a lock file in the repository): two pi sessions
+/// granting into one file at once, each reading it, editing and replacing it, lose nothing.
+fn config_lock(lock: &Path) -> Result<std::fs::File, String> {
+    if let Some(dir) = lock.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    crate::config_edit::exclusive_lock(lock)
+        .map_err(|e| format!("cannot lock {} to write the grant: {e}", lock.display()))
 }
 
 /// A config file's text; None when it does not exist.

@@ -631,6 +631,21 @@ mod tests {
     }
 
     #[test]
+    fn a_denied_host_is_refused_without_asking_whatever_the_user_would_say() {
+        let f = fixture(rules(&["*.example.com"], &["evil.example.com", "10.1.2.3"]));
+        let (yes, asked) = asker(Some("session"));
+        f.gate.set_asker(Some(yes));
+        let net = CommandNet::new(f.gate.clone());
+        for h in ["evil.example.com", "EVIL.example.com.", "10.1.2.3"] {
+            assert!(
+                matches!(net.decide(&host(h), 443), Decision::Deny(r) if r.contains("deniedDomains")),
+                "{h}"
+            );
+        }
+        assert_eq!(asked.load(Ordering::SeqCst), 0, "a hard block never asks");
+    }
+
+    #[test]
     fn a_session_answer_is_asked_once_and_holds_in_memory_across_commands_and_reloads() {
         let f = fixture(rules(&[], &[]));
         let (session, asked) = asker(Some("session"));
