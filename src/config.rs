@@ -654,7 +654,7 @@ impl Env {
 
 /// Reads a layer file; absent is `None`, any other failure is an error (fail closed: an
 /// unreadable config must not silently mean "no rules").
-fn read_layer(file: &Path) -> Result<Option<String>, ConfigError> {
+pub(crate) fn read_layer(file: &Path) -> Result<Option<String>, ConfigError> {
     match std::fs::read(file) {
         Ok(bytes) => String::from_utf8(bytes)
             .map(Some)

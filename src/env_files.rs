@@ -34,9 +34,9 @@ const FIRST_WAIT: Duration = Duration::from_secs(30);
 /// An answer this old is not used: passes end at least every `MAX_INTERVAL` plus their own
 /// duration.
 const STALE: Duration = Duration::from_secs(40);
-/// A directory listed less than this after it last changed is listed again next pass: a
+/// A directory listed less than this after it last changed is listed again next time: a
 /// name added in the same tick of the file system's clock would leave its times as they were.
-const RACY: Duration = Duration::from_secs(2);
+pub(crate) const RACY: Duration = Duration::from_secs(2);
 /// Names looked up in a directory that can be entered but not listed (a command can open
 /// such a file by guessing its name).
 const LIKELY_NAMES: &[&str] = &[
@@ -322,15 +322,16 @@ fn unescape_mount_path(field: &str) -> PathBuf {
     PathBuf::from(OsString::from_vec(out))
 }
 
-/// A directory as last listed.
+/// A directory as last listed: its env files and subdirectories. Also what
+/// `mounts::EnvFileListings` keeps of the directories around the indexed trees.
 #[derive(Clone)]
-struct Listed {
+pub(crate) struct Listed {
     /// Device, inode, modification and change times: adding, removing or renaming a name
     /// changes the times, and the change time cannot be set back.
     stamp: Stamp,
     /// Listed long enough after its last change that an unchanged stamp means unchanged.
-    settled: bool,
-    env_files: Vec<OsString>,
+    pub(crate) settled: bool,
+    pub(crate) env_files: Vec<OsString>,
     subdirs: Vec<OsString>,
 }
 
@@ -368,17 +369,22 @@ impl Tree {
             if !meta.is_dir() {
                 continue;
             }
-            let stamp = stamp_of(&meta);
-            let previous = before.remove(&dir);
-            let listed = match previous {
-                Some(l) if l.settled && l.stamp == stamp => l,
-                previous => list(&dir, stamp, previous),
-            };
+            let listed = relisted(&dir, &meta, before.remove(&dir));
             found.extend(listed.env_files.iter().map(|n| dir.join(n)));
             stack.extend(listed.subdirs.iter().map(|n| dir.join(n)));
             self.dirs.insert(dir, listed);
         }
         found
+    }
+}
+
+/// `previous` (`dir`'s listing from last time) while `meta` (the directory's, now) says
+/// nothing changed since, else a new listing.
+pub(crate) fn relisted(dir: &Path, meta: &std::fs::Metadata, previous: Option<Listed>) -> Listed {
+    let stamp = stamp_of(meta);
+    match previous {
+        Some(l) if l.settled && l.stamp == stamp => l,
+        previous => list(dir, stamp, previous),
     }
 }
 

@@ -1846,13 +1846,9 @@ fn config_lock(lock: &Path) -> Result<std::fs::File, String> {
         .map_err(|e| format!("cannot lock {} to write the grant: {e}", lock.display()))
 }
 
-/// A config file's text; None when it does not exist.
+/// A config file's text; None when it does not exist (as a load reads it).
 fn read_config_text(file: &Path) -> Result<Option<String>, String> {
-    match std::fs::read_to_string(file) {
-        Ok(t) => Ok(Some(t)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("cannot read {}: {e}", file.display())),
-    }
+    config::read_layer(file).map_err(|e| e.to_string())
 }
 
 /// The repositories the session works in, as (git dir, worktree): the one around its

@@ -354,85 +354,31 @@ pub fn env_files_around(guard: &Guard, listings: &mut EnvFileListings) -> Vec<Pa
             continue;
         }
         for path in listings.env_files_in(dir) {
-            if guard.masks_env_file(path) && !found.contains(path) {
-                found.push(path.clone());
+            if guard.masks_env_file(&path) && !found.contains(&path) {
+                found.push(path);
             }
         }
     }
     found
 }
 
-/// The regular files named like env files in directories outside the indexed trees, each
-/// with the directory's identity and times when it was listed.
-#[derive(Debug, Default)]
+/// The env files in directories outside the indexed trees, each directory's listing kept
+/// while its identity and times say nothing changed (`env_files::relisted`).
+#[derive(Default)]
 pub struct EnvFileListings {
-    dirs: HashMap<PathBuf, Listing>,
+    dirs: HashMap<PathBuf, crate::env_files::Listed>,
 }
-
-#[derive(Debug)]
-struct Listing {
-    /// Device, inode, modification and change times (seconds, nanoseconds): a name added,
-    /// removed or renamed changes both times; the change time cannot be set back.
-    stamp: DirStamp,
-    trusted: bool,
-    env_files: Vec<PathBuf>,
-}
-
-type DirStamp = (u64, u64, (i64, i64), (i64, i64));
-
-fn dir_stamp(dir: &Path) -> Option<DirStamp> {
-    use std::os::unix::fs::MetadataExt;
-    let m = std::fs::metadata(dir).ok()?;
-    Some((
-        m.dev(),
-        m.ino(),
-        (m.mtime(), m.mtime_nsec()),
-        (m.ctime(), m.ctime_nsec()),
-    ))
-}
-
-/// A listing taken less than this after the directory last changed is read again next time:
-/// a name added in the same tick of the file system's clock would leave its times as they
-/// were.
-const RACY_LISTING: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl EnvFileListings {
-    fn env_files_in(&mut self, dir: &Path) -> &[PathBuf] {
-        let stamp = dir_stamp(dir);
-        let fresh = match (self.dirs.get(dir), stamp) {
-            (Some(l), Some(s)) => l.trusted && l.stamp == s,
-            _ => false,
+    fn env_files_in(&mut self, dir: &Path) -> Vec<PathBuf> {
+        let previous = self.dirs.remove(dir);
+        let Ok(meta) = std::fs::metadata(dir) else {
+            return vec![];
         };
-        if !fresh {
-            let listed_at = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap_or_default();
-            let env_files = std::fs::read_dir(dir)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-                .map(|e| e.path())
-                .filter(|p| crate::guard::is_env_file(p))
-                .collect();
-            let changed_at = |s: &DirStamp| {
-                let (secs, nanos) = s.3;
-                std::time::Duration::new(secs.max(0) as u64, nanos.clamp(0, 999_999_999) as u32)
-            };
-            let listing = Listing {
-                stamp: stamp.unwrap_or_default(),
-                trusted: stamp.is_some_and(|s| {
-                    listed_at
-                        .checked_sub(changed_at(&s))
-                        .is_some_and(|age| age > RACY_LISTING)
-                }),
-                env_files,
-            };
-            self.dirs.insert(dir.to_path_buf(), listing);
-        }
-        self.dirs
-            .get(dir)
-            .map_or(&[][..], |l| l.env_files.as_slice())
+        let listed = crate::env_files::relisted(dir, &meta, previous);
+        let files = listed.env_files.iter().map(|n| dir.join(n)).collect();
+        self.dirs.insert(dir.to_path_buf(), listed);
+        files
     }
 }
 
@@ -1009,11 +955,11 @@ mod tests {
         let mut listings = EnvFileListings::default();
         // Listed right after a change: read again next time.
         assert_eq!(names(&mut listings), [".env.a"]);
-        assert!(!listings.dirs[&dir].trusted);
-        std::thread::sleep(RACY_LISTING + std::time::Duration::from_millis(100));
+        assert!(!listings.dirs[&dir].settled);
+        std::thread::sleep(crate::env_files::RACY + std::time::Duration::from_millis(100));
         assert_eq!(names(&mut listings), [".env.a"]);
         assert!(
-            listings.dirs[&dir].trusted,
+            listings.dirs[&dir].settled,
             "an unchanged, settled directory is kept"
         );
         // A name added, with the modification time set back, is still seen: the change
@@ -1025,7 +971,7 @@ mod tests {
             .set_modified(modified)
             .unwrap();
         assert_eq!(names(&mut listings), [".env.a", ".env.b"]);
-        assert!(!listings.dirs[&dir].trusted);
+        assert!(!listings.dirs[&dir].settled);
     }
 
     #[test]
