@@ -210,6 +210,27 @@ test("as an unprivileged user: env files anywhere in the home are hidden from ba
   assert.doesNotMatch(r.stdout, /ENV-SECRET/);
 });
 
+test("env files inside directories bound read-only whole in a writable home (pi's agent dir, a .pi) are hidden from bash too", (t) => {
+  // Found by the differential test (seed 638846626): with allowWrite reaching the home, the
+  // index covers it but does not look inside what it binds whole; the home search does.
+  const w = makeWorld("envwhole");
+  t.after(w.cleanup);
+  mkdirSync(path.join(w.agentDir, "extensions"), { recursive: true });
+  writeFileSync(path.join(w.agentDir, "extensions", "sandbox.json"), JSON.stringify({ filesystem: { allowWrite: [".", "~"] } }));
+  writeFileSync(path.join(w.agentDir, ".env.production"), "A=ENV-SECRET-41\n");
+  mkdirSync(path.join(w.home, "other", ".pi"), { recursive: true });
+  writeFileSync(path.join(w.home, "other", ".pi", ".env"), "B=ENV-SECRET-42\n");
+  const r = spawnSync(process.execPath, [path.join(repo, "bin", "pi-sandbox.js"), "run", "--", "bash", "-c", `cat ${w.agentDir}/.env.production ${w.home}/other/.pi/.env; echo rc=$?`], {
+    cwd: w.project,
+    encoding: "utf8",
+    env: { ...process.env, HOME: w.home, PI_CODING_AGENT_DIR: w.agentDir, TMPDIR: w.tmp },
+  });
+  assert.match(r.stdout, /rc=1/, r.stderr);
+  assert.match(r.stderr, /agent\/\.env\.production: Permission denied/);
+  assert.match(r.stderr, /other\/\.pi\/\.env: Permission denied/);
+  assert.doesNotMatch(r.stdout, /ENV-SECRET/);
+});
+
 test("git worktree: started at its root, git can write its git dirs (hooks still protected); from a subdirectory it cannot", (t) => {
   const w = makeWorld("worktree");
   t.after(w.cleanup);

@@ -7,18 +7,18 @@
 //! on a thread of its own, started with the session (the first command waits for it), then
 //! again every few seconds, listing only the directories whose times changed since.
 //!
-//! The trees the index covers are left out of the walk (the index sees them live, and they
-//! are the only places a command can write: an agent making a million directories there does
-//! not slow this down). When they change (a grant, a config change) the next command waits
-//! for a pass over the new set. Mounts of network and FUSE file systems below home are not
-//! walked (a hung server would hang the walk); nor is anything reached through a symlink.
-//! Commands wait at most `FIRST_WAIT` for a pass; past it they are refused (fail closed).
+//! The trees the index covers are walked too, although the index sees env files there live:
+//! the index does not look inside the directories it binds read-only whole (`.pi`, pi's agent
+//! dir when allowWrite reaches it), and this search does. Mounts of network and FUSE file
+//! systems below home are not walked (a hung server would hang the walk); nor is anything
+//! reached through a symlink. Commands wait at most `FIRST_WAIT` for a pass; past it they
+//! are refused (fail closed).
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -84,10 +84,6 @@ struct Shared {
     state: Mutex<State>,
     changed: Condvar,
     stop: AtomicBool,
-    /// The trees left out of the walk, and the generation of that set: a pass records the
-    /// generation it walked with, and an answer is current only for the latest one.
-    skip: Mutex<Vec<PathBuf>>,
-    wanted: AtomicU64,
 }
 
 enum State {
@@ -95,7 +91,6 @@ enum State {
     Found {
         files: Arc<Vec<PathBuf>>,
         passes: u64,
-        generation: u64,
         /// When the pass ended: an answer older than `STALE` means the passes stopped
         /// ending (a file system hung mid-session), and is not used.
         at: Instant,
@@ -124,8 +119,6 @@ impl EnvFileSearch {
             state: Mutex::new(State::Searching),
             changed: Condvar::new(),
             stop: AtomicBool::new(false),
-            skip: Mutex::new(vec![]),
-            wanted: AtomicU64::new(0),
         });
         let search = EnvFileSearch {
             shared: shared.clone(),
@@ -144,43 +137,20 @@ impl EnvFileSearch {
         search
     }
 
-    /// Leaves `roots` out of the walk from the next pass on (the trees the index covers);
-    /// answers wait for a pass over the new set.
-    pub fn set_skip(&self, mut roots: Vec<PathBuf>) {
-        roots.sort();
-        roots.dedup();
-        let mut skip = lock(&self.shared.skip);
-        if *skip != roots {
-            *skip = roots;
-            self.shared.wanted.fetch_add(1, Ordering::SeqCst);
-            drop(skip);
-            // Under the state's lock: the thread checks `wanted` under it before it sleeps.
-            let _state = lock(&self.shared.state);
-            self.shared.changed.notify_all();
-        }
-    }
-
-    /// Waits (at most `FIRST_WAIT`) for a pass over the current set of trees to end.
+    /// Waits (at most `FIRST_WAIT`) for the first pass to end.
     pub fn wait_ready(&self) {
         let _ = self.found();
     }
 
-    /// The env files the last pass found (after waiting for a pass over the current set of
-    /// skipped trees, at most `FIRST_WAIT`), or why there is no answer: then bash cannot
-    /// know what to hide, and is refused.
+    /// The env files the last pass found (waiting at most `FIRST_WAIT` for the first), or
+    /// why there is no answer: then bash cannot know what to hide, and is refused.
     pub fn found(&self) -> Result<Arc<Vec<PathBuf>>, String> {
         let deadline = Instant::now() + FIRST_WAIT;
         let mut state = lock(&self.shared.state);
         loop {
-            let wanted = self.shared.wanted.load(Ordering::SeqCst);
             match &*state {
                 State::Failed(why) => return Err(why.clone()),
-                State::Found {
-                    files,
-                    generation,
-                    at,
-                    ..
-                } if *generation >= wanted && at.elapsed() < STALE => return Ok(files.clone()),
+                State::Found { files, at, .. } if at.elapsed() < STALE => return Ok(files.clone()),
                 _ => {}
             }
             let left = deadline.saturating_duration_since(Instant::now());
@@ -230,18 +200,15 @@ fn search_until_stopped(home: &Path, shared: &Shared) {
         let mut tree = Tree::default();
         let mut passes = 0;
         loop {
-            let generation = shared.wanted.load(Ordering::SeqCst);
-            let skip: HashSet<PathBuf> = lock(&shared.skip).iter().cloned().collect();
             let unwalked = remote_mounts_below(&home);
             let began = Instant::now();
-            let files = tree.pass(&home, &|p| skip.contains(p) || unwalked.contains(p));
+            let files = tree.pass(&home, &|p| unwalked.contains(p));
             let took = began.elapsed();
             passes += 1;
             let mut state = lock(&shared.state);
             *state = State::Found {
                 files: Arc::new(files),
                 passes,
-                generation,
                 at: Instant::now(),
             };
             shared.changed.notify_all();
@@ -253,10 +220,7 @@ fn search_until_stopped(home: &Path, shared: &Shared) {
             };
             let (guard, _) = shared
                 .changed
-                .wait_timeout_while(state, pause, |_| {
-                    !shared.stop.load(Ordering::SeqCst)
-                        && shared.wanted.load(Ordering::SeqCst) == generation
-                })
+                .wait_timeout_while(state, pause, |_| !shared.stop.load(Ordering::SeqCst))
                 .unwrap_or_else(|e| e.into_inner());
             drop(guard);
             if shared.stop.load(Ordering::SeqCst) {
@@ -605,24 +569,5 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let search = EnvFileSearch::start(&t.path().join("gone"));
         assert!(search.found().unwrap_err().contains("bash is refused"));
-    }
-
-    #[test]
-    fn skipped_trees_are_not_walked_and_a_new_set_is_waited_for() {
-        let t = tempfile::tempdir().unwrap();
-        let home = fs::canonicalize(t.path()).unwrap();
-        fs::create_dir_all(home.join("proj/sub")).unwrap();
-        fs::create_dir_all(home.join("other")).unwrap();
-        fs::write(home.join("proj/sub/.env"), "1").unwrap();
-        fs::write(home.join("other/.env"), "2").unwrap();
-        let search = EnvFileSearch::start(&home);
-        search.set_skip(vec![home.join("proj")]);
-        assert_eq!(names(&search.found().unwrap(), &home), ["other/.env"]);
-        // The project leaves the indexed trees: the next answer comes from a pass over it.
-        search.set_skip(vec![]);
-        assert_eq!(
-            names(&search.found().unwrap(), &home),
-            ["other/.env", "proj/sub/.env"]
-        );
     }
 }

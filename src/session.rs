@@ -396,8 +396,7 @@ impl Session {
             _ => None,
         };
         // The search does not depend on the rules: started once, with the first load, unless
-        // the approval mode (fixed for the process) never hides env files. The trees the
-        // index covers are left to the index.
+        // the approval mode (fixed for the process) never hides env files.
         let hides = !matches!(
             self.options
                 .approval_mode
@@ -409,14 +408,6 @@ impl Session {
             self.env_search = Some(crate::env_files::EnvFileSearch::start(
                 &self.options.env.home,
             ));
-        }
-        if let Some(search) = &self.env_search {
-            search.set_skip(match &self.state {
-                Ok(loaded) if loaded.guard.hides_env_files() => {
-                    crate::platform::mounts::scanned_roots(&loaded.guard)
-                }
-                _ => vec![],
-            });
         }
     }
 
