@@ -318,7 +318,15 @@ test("what a command creates on pi's control surface is moved aside and reported
   assert.equal(r.status, 0, r.stderr);
   const p = (rel) => path.join(w.project, rel);
   assert.equal(existsSync(p("fresh/.git/hooks/pre-commit")), false, "planted hook still live");
-  assert.match(r.stderr, /fresh\/\.git\/hooks was created or changed by the command and moved to .*\.pi-sandbox-quarantine-[A-Za-z0-9]{12}\/hooks\.quarantined/);
+  // moved into the project's quarantine in pi's agent dir, with a note of where it was
+  const moved = r.stderr.match(/fresh\/\.git\/hooks was created or changed by the command and moved to (\S+\/sandbox-quarantine\/--[^/]+--\/\d{8}T\d{6}-[A-Za-z0-9]{8}\/hooks\.quarantined):/);
+  assert.ok(moved, r.stderr);
+  assert.ok(moved[1].startsWith(w.agentDir + "/"), moved[1]);
+  assert.equal(readFileSync(path.join(moved[1], "pre-commit"), "utf8"), "curl evil\n");
+  assert.equal(readFileSync(path.join(path.dirname(moved[1]), "origin"), "utf8"), `${p("fresh/.git/hooks")}\n`);
+  // nothing of the quarantine in the project: the user's git status stays clean of it
+  const names = spawnSync("find", [w.project, "-name", "*quarantine*"], { encoding: "utf8" });
+  assert.equal(names.stdout, "");
   assert.equal(existsSync(p("sneaky/.git/config")), false);
   assert.match(r.stderr, /core\.hookspath/);
   assert.equal(existsSync(p("deep/.pi")), false);
@@ -334,6 +342,43 @@ test("what a command creates on pi's control surface is moved aside and reported
   // the project's own .pi did not exist: its placeholder is ours, not the command's work
   assert.doesNotMatch(r.stderr, /project\/\.pi was created/);
   assert.deepEqual(readdirSync(p(".pi")), []);
+});
+
+test("what the audit moves aside leaves the project's git status clean", (t) => {
+  const { w, run } = setup(t);
+  const git = (...a) => spawnSync("git", ["-C", w.project, "-c", "user.name=u", "-c", "user.email=u@x", ...a], { encoding: "utf8" });
+  git("init", "-q");
+  writeFileSync(path.join(w.project, "README"), "x\n");
+  git("add", "README");
+  git("commit", "-q", "-m", "init");
+  const r = run("echo K > id.key && mkdir -p deep/.pi && echo '{}' > deep/.pi/settings.json && git init -q nested && echo evil > nested/.git/hooks/post-checkout");
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.findings.length, 3, JSON.stringify(r.findings));
+  // nothing moved aside stays in the worktree, ignored files included
+  // nothing moved aside stays in the worktree, ignored files included: only the new repository
+  assert.equal(git("status", "--porcelain", "--ignored", "--untracked-files=all").stdout, "?? nested/\n");
+});
+
+test("a command's files are judged as the command's however many commands later they become a git dir", (t) => {
+  const { w, sandbox } = setup(t);
+  const s = sandbox();
+  const go = (command) => {
+    const p = s.prepareBash(command, "off");
+    assert.equal(p.verdict, "sandboxed", p.reason);
+    return runPreparedSync(p, { cwd: w.project, env: { ...process.env, TMPDIR: w.tmp } });
+  };
+  // first command: what a repository would run, in a folder that is no repository yet
+  const first = go("mkdir -p r/hooks && printf '#!/bin/sh\\ntouch /tmp/pwned\\n' > r/hooks/pre-commit && chmod +x r/hooks/pre-commit && printf '[core]\\n\\tfsmonitor = touch /tmp/pwned\\n' > r/config");
+  assert.equal(first.status, 0, first.stderr);
+  assert.deepEqual(first.findings, []);
+  // the next command makes it a bare repository git would push to
+  const second = go("sleep 0.05; mkdir r/objects r/refs && echo 'ref: refs/heads/main' > r/HEAD && git --git-dir=r rev-parse --git-dir");
+  assert.equal(second.status, 0, second.stderr);
+  const judged = second.findings.join("\n");
+  assert.match(judged, /\/r\/hooks was created or changed by the command and moved to/);
+  assert.match(judged, /\/r\/config was created or changed by the command and moved to .*core\.fsmonitor/);
+  assert.equal(existsSync(path.join(w.project, "r/hooks/pre-commit")), false);
+  assert.equal(existsSync(path.join(w.project, "r/config")), false);
 });
 
 test("a mount source swapped for a symlink after the plan was made cannot redirect the mount", async (t) => {

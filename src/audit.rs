@@ -28,6 +28,7 @@ use crate::guard::Protection;
 use crate::hooks::GitPathKind;
 use crate::platform::mounts::{Found, Scan, LINK_TARGET_MISSING};
 use crate::protected::{Keep, OnChange, Place};
+use crate::quarantine::Quarantine;
 
 /// What was done about one new or changed path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,10 +55,6 @@ impl fmt::Display for Finding {
         }
     }
 }
-
-/// The prefix of a quarantine directory (the rest of its name is random); `protected::TABLE`
-/// lists it, so bash binds quarantines read-only and no scan looks inside them.
-pub const QUARANTINE_PREFIX: &str = ".pi-sandbox-quarantine-";
 
 /// git config keys a fresh repository may carry; any other key can run commands or redirect
 /// git (core.hooksPath, core.fsmonitor, filter drivers, aliases, include.path, ...).
@@ -151,30 +148,45 @@ pub fn unsafe_git_keys(text: &str) -> Vec<String> {
 }
 
 /// The protected paths seen just before a command, to judge what it created or changed.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Auditor {
+    /// Where what is moved aside goes.
+    quarantine: Quarantine,
     /// Path → whether its entry was compared by content (`by_content`), and its fingerprint
     /// (content or link target, for entries compared by content).
     known: HashMap<PathBuf, (bool, Vec<u8>)>,
     /// What could not be neutralised: bash is blocked while any of it is still unsafe.
     blocked: Vec<Found>,
-    /// When the baseline was taken, on the file system's clock (`baseline_time`): an inode
-    /// whose change time is older was not touched by the command.
+    /// When the session's first baseline was taken, on the file system's clock
+    /// (`baseline_time`): an inode whose change time is older is the user's, from before
+    /// the session. Never moved on: what an earlier command of the session wrote is no more
+    /// the user's than what this one writes.
     since: Option<SystemTime>,
 }
 
 impl Auditor {
+    pub fn new(quarantine: Quarantine) -> Auditor {
+        Auditor {
+            quarantine,
+            known: HashMap::new(),
+            blocked: Vec::new(),
+            since: None,
+        }
+    }
+
     /// Records what exists just before a command: only what appears or changes after it is
     /// suspect.
     pub fn baseline(&mut self, scan: &Scan) {
         for f in compared(scan) {
             self.known.insert(f.path.clone(), known(f));
         }
-        self.since = baseline_time();
+        if self.since.is_none() {
+            self.since = baseline_time();
+        }
     }
 
     /// Whether `path` (and, for a directory, its list of entries) is older than the
-    /// baseline: its inode change time cannot be set back, and moves, links and writes all
+    /// session: its inode change time cannot be set back, and moves, links and writes all
     /// update it.
     fn unchanged_since_baseline(&self, path: &Path) -> bool {
         use std::os::unix::fs::MetadataExt;
@@ -232,7 +244,7 @@ impl Auditor {
                 self.known.insert(found.path.clone(), known(found));
                 continue;
             }
-            let finding = judge(found, before.map(Vec::as_slice));
+            let finding = judge(&self.quarantine, found, before.map(Vec::as_slice));
             // A path moved aside is gone: if a later command re-creates it, that is new again.
             match &finding {
                 Some(f) if f.blocking => self.blocked.push(found.clone()),
@@ -286,11 +298,10 @@ fn is_second_name(f: &Found) -> bool {
     )
 }
 
-/// Moves `path` into a new quarantine directory beside it (random name, made by us), under
-/// a name no table entry matches; `restore` is written back in its place (a changed file
-/// that existed before the command). Fails closed: a path that cannot be moved is reported
-/// as blocking.
-fn quarantine(path: &Path, why: &str, restore: Option<&[u8]>) -> Finding {
+/// Moves `path` into the project's quarantine (`crate::quarantine`); `restore` is written
+/// back in its place (a changed file that existed before the command). Fails closed: a
+/// path that cannot be moved is reported as blocking.
+fn quarantine(to: &Quarantine, path: &Path, why: &str, restore: Option<&[u8]>) -> Finding {
     let fail = |e: String| {
         Finding {
         path: path.to_path_buf(),
@@ -301,24 +312,10 @@ fn quarantine(path: &Path, why: &str, restore: Option<&[u8]>) -> Finding {
         blocking: true,
     }
     };
-    let Some(parent) = path.parent() else {
-        return fail("no parent directory".into());
+    let to = match to.move_aside(path) {
+        Ok(to) => to,
+        Err(e) => return fail(e),
     };
-    let dir = match tempfile::Builder::new()
-        .prefix(QUARANTINE_PREFIX)
-        .rand_bytes(12)
-        .tempdir_in(parent)
-    {
-        Ok(d) => d.keep(),
-        Err(e) => return fail(e.to_string()),
-    };
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".quarantined");
-    let to = dir.join(name);
-    if let Err(e) = std::fs::rename(path, &to) {
-        let _ = std::fs::remove_dir(&dir);
-        return fail(e.to_string());
-    }
     if let Some(bytes) = restore {
         if let Err(e) = restore_file(path, bytes) {
             return Finding {
@@ -362,27 +359,33 @@ fn live_hooks(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Whether the gitfile `path` points at a git dir git made for it: a linked worktree's
-/// admin dir (`<common>/worktrees/<name>`) whose `gitdir` back-link names `path`, or a
-/// submodule's git dir (`<git dir>/modules/...`).
+/// Whether the gitfile `path` points at a git dir git made for it, proven by git's own
+/// back-link from that git dir to `path`, never by where the git dir sits: a linked
+/// worktree's admin dir whose `gitdir` file names `path`, or a submodule's git dir whose
+/// `core.worktree` (as git reads it) is the directory holding `path`.
 fn gitfile_is_linked(path: &Path) -> bool {
     let Some(target) = crate::protected::gitfile_target(path) else {
         return false;
     };
-    if crate::protected::worktree_links_back(&target, path) {
-        return true;
-    }
-    // A submodule's: an existing git dir somewhere below `<git dir>/modules/`.
-    target.is_dir()
-        && crate::protected::is_git_dir_on_disk(&target)
-        && target.ancestors().skip(1).any(|a| {
-            a.file_name() == Some(std::ffi::OsStr::new("modules"))
-                && a.parent().is_some_and(crate::protected::is_git_dir_on_disk)
-        })
+    crate::protected::worktree_links_back(&target, path) || submodule_links_back(&target, path)
+}
+
+/// `git submodule` writes `core.worktree` into the submodule's git dir, relative to it.
+fn submodule_links_back(git_dir: &Path, gitfile: &Path) -> bool {
+    let Some(worktree) = crate::hooks::core_worktree(git_dir) else {
+        return false;
+    };
+    let (Some(dir), Ok(back)) = (
+        gitfile.parent(),
+        crate::paths::canonicalize(&git_dir.join(worktree)),
+    ) else {
+        return false;
+    };
+    crate::paths::canonicalize(dir).is_ok_and(|d| d == back)
 }
 
 /// Judges one new (`before` None) or changed path by its table entry's rule.
-fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
+fn judge(to: &Quarantine, found: &Found, before: Option<&[u8]>) -> Option<Finding> {
     let path = &found.path;
     // Content before the command, to put back: only for files compared by content (not the
     // marker of a protected link's missing target, which is no content).
@@ -397,6 +400,7 @@ fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
         // existing files read-only, so a new one is moved aside (kept, never deleted).
         Protection::DenyWrite(label) => {
             return Some(quarantine(
+                to,
                 path,
                 &format!("it matches {label}, which the agent may not create or change; remove the pattern from filesystem.denyWrite, or create the file yourself, if it is wanted"),
                 restore,
@@ -410,12 +414,13 @@ fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
                     "it is the {label}; git would read it on the host, where its keys can run commands"
                 ),
             };
-            return Some(quarantine(path, &why, restore));
+            return Some(quarantine(to, path, &why, restore));
         }
         // What a protected link pointed to while it did not exist, created by the command:
         // pi or git load it through the link.
         Protection::LinkTarget { link, of } if before == Some(LINK_TARGET_MISSING) => {
             return Some(quarantine(
+                to,
                 path,
                 &format!(
                     "it is what the protected link {} ({}) points to, and did not exist before the command",
@@ -435,6 +440,7 @@ fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
     let what = hit.entry.why;
     if is_link {
         return Some(quarantine(
+            to,
             path,
             &format!("a link here makes pi or git load whatever it points to ({what})"),
             restore,
@@ -442,17 +448,17 @@ fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
     }
     match hit.entry.on_change {
         OnChange::Accept => None,
-        OnChange::MoveAside => Some(quarantine(path, what, restore)),
+        OnChange::MoveAside => Some(quarantine(to, path, what, restore)),
         // An empty one holds nothing pi could load (and may be another run's placeholder).
         OnChange::MoveUnlessEmpty if is_empty_dir(path) => None,
-        OnChange::MoveUnlessEmpty => Some(quarantine(path, what, restore)),
+        OnChange::MoveUnlessEmpty => Some(quarantine(to, path, what, restore)),
         OnChange::MoveIfLiveHooks => {
             // A fresh `git init` writes only *.sample hooks, which git never runs; anything
             // else (a file where the directory belongs included) is not git's own.
             if is_dir(path) && live_hooks(path).is_empty() {
                 return None;
             }
-            Some(quarantine(path, what, restore))
+            Some(quarantine(to, path, what, restore))
         }
         // A directory where a config file belongs holds no keys: git cannot read it.
         OnChange::MoveIfUnsafeGitConfig if is_dir(path) => None,
@@ -468,6 +474,7 @@ fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
                 return None;
             }
             Some(quarantine(
+                to,
                 path,
                 &format!(
                     "this git config sets {} (can run commands outside the sandbox); git works without it",
@@ -481,6 +488,7 @@ fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
                 return None;
             }
             Some(quarantine(
+                to,
                 path,
                 &format!("{what}; it names no git dir that git itself linked to it (a worktree's admin dir or a submodule's git dir)"),
                 restore,
@@ -492,6 +500,7 @@ fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
                 return None;
             }
             Some(quarantine(
+                to,
                 path,
                 &format!("{what}; git itself writes {expected:?} here"),
                 restore,
@@ -528,7 +537,7 @@ impl Auditor {
             if std::fs::symlink_metadata(&found.path).is_err() {
                 continue;
             }
-            if let Some(f) = judge(&found, None).filter(|f| f.blocking) {
+            if let Some(f) = judge(&self.quarantine, &found, None).filter(|f| f.blocking) {
                 still.push(f);
                 remaining.push(found);
             }
@@ -586,6 +595,10 @@ mod tests {
         (t, root.join("proj"), g)
     }
 
+    fn auditor(g: &Guard) -> Auditor {
+        Auditor::new(Quarantine::for_project(&g.env().agent_dir, &g.env().cwd))
+    }
+
     fn scan(g: &Guard, root: &Path) -> Scan {
         scan_protected(g, &[root.to_path_buf()])
     }
@@ -595,7 +608,7 @@ mod tests {
         let (_t, root, g) = setup();
         let old_pi = root.join("old/.pi");
         std::fs::create_dir_all(old_pi.join("extensions")).unwrap();
-        let mut a = Auditor::default();
+        let mut a = auditor(&g);
         a.baseline(&scan(&g, &root));
         // what the command does
         let new_pi = root.join("new/.pi");
@@ -615,20 +628,14 @@ mod tests {
         let moved = found.iter().find(|f| f.path == new_pi).unwrap();
         let to = moved.moved_to.as_ref().unwrap();
         assert!(!new_pi.exists() && to.join("settings.json").exists());
-        // the quarantine directory's name is random and matches no table entry
-        let qdir = to
-            .parent()
-            .unwrap()
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
-        assert!(qdir.starts_with(QUARANTINE_PREFIX) && qdir.len() >= QUARANTINE_PREFIX.len() + 12);
+        // the quarantine is pi's agent dir, outside every tree the command could write or
+        // git shows
+        assert!(
+            to.starts_with(g.env().agent_dir.join("sandbox-quarantine")),
+            "{to:?}"
+        );
+        assert!(!to.starts_with(&root));
         assert_eq!(to.file_name().unwrap(), ".pi.quarantined");
-        // the table knows the quarantine by this name: bash binds it read-only
-        let mut no_git = |_: &Path| false;
-        let hit = g.anchors().classify(to, &mut no_git).unwrap();
-        assert_eq!(hit.entry.what, "sandbox quarantine");
         assert!(!moved.blocking);
         assert!(old_pi.exists() && root.join("empty/.pi").exists());
         // a new denyWrite match is moved aside too: the agent may not create it
@@ -654,7 +661,7 @@ mod tests {
     #[test]
     fn a_live_hook_or_a_dangerous_config_is_moved_aside() {
         let (_t, root, g) = setup();
-        let mut a = Auditor::default();
+        let mut a = auditor(&g);
         a.baseline(&scan(&g, &root));
         let git = root.join("r/.git");
         std::fs::create_dir_all(git.join("hooks")).unwrap();
@@ -687,7 +694,7 @@ mod tests {
         std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
         std::fs::create_dir_all(&admin).unwrap();
         std::fs::write(admin.join("commondir"), "../..\n").unwrap();
-        let mut a = Auditor::default();
+        let mut a = auditor(&g);
         a.baseline(&scan(&g, &root));
         std::fs::write(admin.join("commondir"), "/home/evil/repo\n").unwrap();
         let found = a.after(&scan(&g, &root));
@@ -718,7 +725,7 @@ mod tests {
         std::fs::write(sub.join("hooks/build.sh"), "#!/bin/sh\n").unwrap();
         // older than the baseline by more than a clock tick, as a user's files are
         std::thread::sleep(Duration::from_millis(20));
-        let mut a = Auditor::default();
+        let mut a = auditor(&g);
         a.baseline(&scan(&g, &root));
         // the command makes sub a git dir: the user's config and hooks are covered now
         std::fs::create_dir_all(sub.join("objects")).unwrap();
@@ -733,7 +740,7 @@ mod tests {
         let other = root.join("other");
         std::fs::create_dir_all(other.join("hooks")).unwrap();
         std::thread::sleep(Duration::from_millis(20));
-        let mut a = Auditor::default();
+        let mut a = auditor(&g);
         a.baseline(&scan(&g, &root));
         std::fs::write(other.join("hooks/pre-commit"), "#!/bin/sh\nevil\n").unwrap();
         std::fs::create_dir_all(other.join("objects")).unwrap();
@@ -772,7 +779,7 @@ mod tests {
         std::fs::create_dir_all(&pkg).unwrap();
         std::fs::write(pkg.join("commondir"), "the user's notes\n").unwrap();
         std::thread::sleep(Duration::from_millis(20));
-        let mut a = Auditor::default();
+        let mut a = auditor(&g);
         a.baseline(&scan(&g, &root));
         // the command makes x a git dir (pkg/commondir is now a worktree's commondir there,
         // compared by content) and plants a config in pkg
@@ -800,7 +807,7 @@ mod tests {
         std::fs::create_dir_all(root.join("y/worktrees/pkg")).unwrap();
         std::fs::write(root.join("y/worktrees/pkg/commondir"), "../..\n").unwrap();
         std::thread::sleep(Duration::from_millis(20));
-        let mut a = Auditor::default();
+        let mut a = auditor(&g);
         a.baseline(&scan(&g, &root));
         std::fs::remove_dir(root.join("y/refs")).unwrap();
         assert_eq!(audit(&mut a, &g, &root), vec![]);
@@ -814,7 +821,7 @@ mod tests {
         std::fs::create_dir_all(root.join("b")).unwrap();
         // sub/.pi points at a file that does not exist yet (and is named like a git pointer)
         std::os::unix::fs::symlink("../b/commondir", root.join("sub/.pi")).unwrap();
-        let mut a = Auditor::default();
+        let mut a = auditor(&g);
         a.baseline(&scan(&g, &root));
         std::fs::write(root.join("b/commondir"), "../elsewhere\n").unwrap();
         let first = a.after_structural(&scan(&g, &root));
@@ -841,7 +848,7 @@ mod tests {
         .unwrap();
         // a `.env` (denyWrite) link whose target is that file: two entries for one path
         std::os::unix::fs::symlink(admin.join("config.worktree"), root.join(".env")).unwrap();
-        let mut a = Auditor::default();
+        let mut a = auditor(&g);
         a.baseline(&scan(&g, &root));
         // nothing changed: nothing to judge, the user's config stays
         assert_eq!(a.after(&scan(&g, &root)), vec![]);
@@ -865,7 +872,7 @@ mod tests {
             }),
             fingerprint: vec![],
         };
-        let mut a = Auditor::default();
+        let mut a = auditor(&g);
         a.baseline(&scan(&g, &root));
         let now = Scan {
             protected: vec![found],
@@ -876,5 +883,75 @@ mod tests {
         assert!(f[0].why.contains("bash stays blocked"));
         assert_eq!(a.retry_blocked().len(), 1);
         assert_eq!(a.retry_blocked().len(), 1, "still there, still blocking");
+    }
+
+    #[test]
+    fn what_an_earlier_command_of_the_session_wrote_is_not_the_users() {
+        let (_t, root, g) = setup();
+        let mut a = auditor(&g);
+        // first command: a config and a hook in a plain directory (nothing to judge yet)
+        a.baseline(&scan(&g, &root));
+        let r = root.join("r");
+        std::fs::create_dir_all(r.join("hooks")).unwrap();
+        std::fs::write(r.join("hooks/pre-commit"), "#!/bin/sh\nevil\n").unwrap();
+        std::fs::write(r.join("config"), "[core]\n\tfsmonitor = evil\n").unwrap();
+        assert_eq!(a.after(&scan(&g, &root)), vec![]);
+        // long after, the next command makes r a git dir: both are judged as the command's
+        std::thread::sleep(Duration::from_millis(20));
+        a.baseline(&scan(&g, &root));
+        std::fs::create_dir_all(r.join("objects")).unwrap();
+        std::fs::create_dir_all(r.join("refs")).unwrap();
+        let found = audit(&mut a, &g, &root);
+        let mut paths: Vec<&Path> = found.iter().map(|f| f.path.as_path()).collect();
+        paths.sort();
+        assert_eq!(paths, [r.join("config"), r.join("hooks")], "{found:?}");
+        assert!(!r.join("config").exists() && !r.join("hooks").exists());
+    }
+
+    #[test]
+    fn a_folder_named_like_an_old_quarantine_is_judged_like_any_other() {
+        let (_t, root, g) = setup();
+        let mut a = auditor(&g);
+        a.baseline(&scan(&g, &root));
+        // a bare repository with a live hook, inside a folder named as quarantines once were
+        let bare = root.join(".pi-sandbox-quarantine-AAAAAAAAAAAA/remote.git");
+        for d in ["objects", "refs", "hooks"] {
+            std::fs::create_dir_all(bare.join(d)).unwrap();
+        }
+        std::fs::write(bare.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(bare.join("hooks/pre-receive"), "#!/bin/sh\nevil\n").unwrap();
+        let found = audit(&mut a, &g, &root);
+        assert!(
+            found.iter().any(|f| f.path == bare.join("hooks")),
+            "{found:?}"
+        );
+        assert!(!bare.join("hooks/pre-receive").exists());
+    }
+
+    #[test]
+    fn a_gitfile_into_modules_is_trusted_only_through_gits_back_link() {
+        let (_t, root, g) = setup();
+        for d in ["objects", "refs"] {
+            std::fs::create_dir_all(root.join(".git").join(d)).unwrap();
+        }
+        // the user's submodule git dir: its core.worktree names ../../../lib
+        let module = root.join(".git/modules/lib");
+        for d in ["objects", "refs", "hooks"] {
+            std::fs::create_dir_all(module.join(d)).unwrap();
+        }
+        std::fs::write(module.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(module.join("config"), "[core]\n\tworktree = ../../../lib\n").unwrap();
+        std::fs::create_dir_all(root.join("lib")).unwrap();
+        std::fs::create_dir_all(root.join("other")).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let mut a = auditor(&g);
+        a.baseline(&scan(&g, &root));
+        // git's own gitfile in lib, and a planted one in other pointing at the same git dir
+        std::fs::write(root.join("lib/.git"), "gitdir: ../.git/modules/lib\n").unwrap();
+        std::fs::write(root.join("other/.git"), "gitdir: ../.git/modules/lib\n").unwrap();
+        let found = audit(&mut a, &g, &root);
+        let paths: Vec<&Path> = found.iter().map(|f| f.path.as_path()).collect();
+        assert_eq!(paths, [root.join("other/.git")], "{found:?}");
+        assert!(root.join("lib/.git").exists());
     }
 }

@@ -385,6 +385,23 @@ fn includes_in_file(file: &Path) -> Option<Vec<Include>> {
     )
 }
 
+/// `core.worktree` of the git dir `git_dir`, as git reads its config file (nothing else:
+/// no includes, no user or system config); None when unset or git cannot tell.
+pub(crate) fn core_worktree(git_dir: &Path) -> Option<PathBuf> {
+    let file = git_dir.join("config");
+    let query = [
+        std::ffi::OsStr::new("--no-includes"),
+        std::ffi::OsStr::new("--file"),
+        file.as_os_str(),
+        // --get-regexp prints `key\nvalue` records, as the parser below reads them.
+        std::ffi::OsStr::new("--get-regexp"),
+        std::ffi::OsStr::new("^core\\.worktree$"),
+    ];
+    let entries = ask_git_config(&[], &query, git_dir, Path::new("/nonexistent"))?;
+    let last = entries.into_iter().last()?;
+    Some(PathBuf::from(last.value))
+}
+
 /// One entry `git config --show-origin` listed.
 struct ConfigEntry {
     /// The file it is written in; None for one from elsewhere (the command line).

@@ -20,6 +20,7 @@ pub mod platform;
 pub mod policy;
 pub mod prompts;
 pub mod protected;
+pub mod quarantine;
 pub mod redact;
 pub mod report;
 pub mod rules;

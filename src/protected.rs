@@ -54,7 +54,8 @@ pub enum OnChange {
     /// Moved aside unless it holds exactly this line (git's own value).
     MoveUnlessContent(&'static str),
     /// Moved aside unless it points at a git dir git itself linked to it: a worktree's admin
-    /// dir whose `gitdir` back-link names it, or a submodule's git dir under `modules/`.
+    /// dir whose `gitdir` back-link names it, or a submodule's git dir whose `core.worktree`
+    /// names its directory.
     MoveUnlessGitLinked,
     /// Git rewrites it itself and nothing runs from it: accepted.
     Accept,
@@ -106,10 +107,6 @@ pub static TABLE: &[Entry] = &[
         "pi's session transcripts: pi appends to them on the host (following a planted link) and reloads them"),
     entry(Name(".pi"), Mount, MoveUnlessEmpty, true, ".pi directory",
         "a .pi directory: pi loads settings and extensions from it, unsandboxed, when started there"),
-    // Where the audit puts what it moved aside (named by `audit::QUARANTINE_PREFIX`): the
-    // agent may not take it back, and nothing in it is scanned again.
-    entry(Name(".pi-sandbox-quarantine-*"), Mount, Accept, false, "sandbox quarantine",
-        "what the sandbox moved aside after a command; only you should look at it or restore it"),
     entry(Home(".bashrc"), Mount, MoveAside, false, "shell rc file", RC),
     entry(Home(".bash_profile"), Mount, MoveAside, false, "shell rc file", RC),
     entry(Home(".bash_login"), Mount, MoveAside, false, "shell rc file", RC),

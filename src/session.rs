@@ -311,6 +311,8 @@ impl Session {
         let log = ViolationLog::in_agent_dir(&options.env.agent_dir);
         let store = Store::in_agent_dir(&options.env.agent_dir).map_err(|e| e.to_string());
         let gate = Arc::new(Gate::new(log.clone(), crate::net::proxy::system_resolver()));
+        let quarantine =
+            crate::quarantine::Quarantine::for_project(&options.env.agent_dir, &options.env.cwd);
         let mut s = Session {
             gate,
             store,
@@ -326,7 +328,7 @@ impl Session {
             }),
             mode_override: None,
             stamp: vec![],
-            auditor: Default::default(),
+            auditor: std::cell::RefCell::new(Auditor::new(quarantine)),
             env_listings: Default::default(),
             second_names: Default::default(),
             index: None,
