@@ -157,20 +157,21 @@ pub struct Auditor {
     known: HashMap<PathBuf, (bool, Vec<u8>)>,
     /// What could not be neutralised: bash is blocked while any of it is still unsafe.
     blocked: Vec<Found>,
-    /// When the session's first baseline was taken, on the file system's clock
-    /// (`baseline_time`): an inode whose change time is older is the user's, from before
-    /// the session. Never moved on: what an earlier command of the session wrote is no more
-    /// the user's than what this one writes.
+    /// When the session started, on the file system's clock (`baseline_time`): an inode
+    /// whose change time is older is the user's. Never moved on: what an earlier command
+    /// (or the write tool) of the session wrote is no more the user's than what this
+    /// command writes.
     since: Option<SystemTime>,
 }
 
 impl Auditor {
+    /// An auditor for a session starting now.
     pub fn new(quarantine: Quarantine) -> Auditor {
         Auditor {
             quarantine,
             known: HashMap::new(),
             blocked: Vec::new(),
-            since: None,
+            since: baseline_time(),
         }
     }
 
@@ -179,9 +180,6 @@ impl Auditor {
     pub fn baseline(&mut self, scan: &Scan) {
         for f in compared(scan) {
             self.known.insert(f.path.clone(), known(f));
-        }
-        if self.since.is_none() {
-            self.since = baseline_time();
         }
     }
 
@@ -889,11 +887,13 @@ mod tests {
     fn what_an_earlier_command_of_the_session_wrote_is_not_the_users() {
         let (_t, root, g) = setup();
         let mut a = auditor(&g);
-        // first command: a config and a hook in a plain directory (nothing to judge yet)
-        a.baseline(&scan(&g, &root));
+        // a hook written by the write tool before the session's first command
         let r = root.join("r");
         std::fs::create_dir_all(r.join("hooks")).unwrap();
         std::fs::write(r.join("hooks/pre-commit"), "#!/bin/sh\nevil\n").unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        // first command: a config in that plain directory (nothing to judge yet)
+        a.baseline(&scan(&g, &root));
         std::fs::write(r.join("config"), "[core]\n\tfsmonitor = evil\n").unwrap();
         assert_eq!(a.after(&scan(&g, &root)), vec![]);
         // long after, the next command makes r a git dir: both are judged as the command's
