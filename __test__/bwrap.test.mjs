@@ -344,6 +344,30 @@ test("what a command creates on pi's control surface is moved aside and reported
   assert.deepEqual(readdirSync(p(".pi")), []);
 });
 
+test("an env file is hidden from bash by every name: a link named .env hides what it leads to", (t) => {
+  const { w, run } = setup(t);
+  mkdirSync(path.join(w.home, "secrets"), { recursive: true });
+  writeFileSync(path.join(w.home, "secrets", "api.env"), "TOKEN=HOME-SECRET-1\n");
+  writeFileSync(path.join(w.root, "outside", "prod.cfg"), "TOKEN=OUTSIDE-SECRET-2\n");
+  writeFileSync(path.join(w.project, "notes.txt"), "TOKEN=CHAIN-SECRET-3\n");
+  // the project's .env leads into the home; another one outside home and project; a chain
+  symlinkSync(path.join(w.home, "secrets", "api.env"), path.join(w.project, ".env"));
+  symlinkSync(path.join(w.root, "outside", "prod.cfg"), path.join(w.project, "src", ".env.production"));
+  symlinkSync("notes-link", path.join(w.project, ".env.local"));
+  symlinkSync("notes.txt", path.join(w.project, "notes-link"));
+  // and one in another folder of the home, found by the home search
+  mkdirSync(path.join(w.home, "other"), { recursive: true });
+  symlinkSync(path.join(w.root, "outside", "prod.cfg"), path.join(w.home, "other", ".env"));
+  const r = run(`cat .env src/.env.production .env.local notes-link ${w.home}/secrets/api.env ${w.root}/outside/prod.cfg ${w.home}/other/.env; echo end`);
+  assert.match(r.stdout, /end/);
+  assert.doesNotMatch(r.stdout, /SECRET-[0-9]/);
+  // without the links they are ordinary files, readable
+  for (const l of [".env", "src/.env.production", ".env.local"]) rmSync(path.join(w.project, l));
+  rmSync(path.join(w.home, "other", ".env"));
+  const plain = run(`cat ${w.home}/secrets/api.env ${w.root}/outside/prod.cfg notes.txt`);
+  assert.match(plain.stdout, /HOME-SECRET-1[\s\S]*OUTSIDE-SECRET-2[\s\S]*CHAIN-SECRET-3/);
+});
+
 test("what the audit moves aside leaves the project's git status clean", (t) => {
   const { w, run } = setup(t);
   const git = (...a) => spawnSync("git", ["-C", w.project, "-c", "user.name=u", "-c", "user.email=u@x", ...a], { encoding: "utf8" });

@@ -223,6 +223,35 @@ test("reads and writes through /proc/self/cwd and `..` after a planted link reac
   assert.doesNotMatch(res.call_0_2, /SECRET-KEY-0451/);
 });
 
+test("an env file reached through a link named .env is an env file to every tool: read, grep and bash", async (t) => {
+  const w = makeWorld("esc-envlink");
+  t.after(w.cleanup);
+  mkdirSync(path.join(w.home, "secrets"), { recursive: true });
+  writeFileSync(path.join(w.home, "secrets", "api.env"), "TOKEN=LINKED-SECRET-77\n");
+  symlinkSync(path.join(w.home, "secrets", "api.env"), path.join(w.project, ".env"));
+  // another member: a relative chain whose first name is the env file's
+  writeFileSync(path.join(w.project, "settings.ini"), "TOKEN=CHAINED-SECRET-78\n");
+  symlinkSync("settings-link", path.join(w.project, ".env.local"));
+  symlinkSync("settings.ini", path.join(w.project, "settings-link"));
+  const r = await runPi({
+    world: w,
+    args: ["--tools", "read,bash,grep"],
+    script: [
+      [call("read", { path: ".env" }), call("read", { path: ".env.local" }), call("read", { path: "settings.ini" })],
+      [call("bash", { command: "cat .env .env.local; cat ~/secrets/api.env; echo done" })],
+    ],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const res = byId(r.results);
+  assert.doesNotMatch(res.call_0_0, /LINKED-SECRET-77/);
+  assert.match(res.call_0_0, /env file/);
+  assert.doesNotMatch(res.call_0_1, /CHAINED-SECRET-78/);
+  // under its own name too: bash hides it, so the read tool asks (refused without a UI)
+  assert.doesNotMatch(res.call_0_2, /CHAINED-SECRET-78/);
+  assert.match(res.call_1_0, /done/);
+  assert.doesNotMatch(res.call_1_0, /LINKED-SECRET-77|CHAINED-SECRET-78/);
+});
+
 test("pi's own transcripts are not writable from bash: a planted link cannot redirect pi's next append", async (t) => {
   const w = makeWorld("esc-session");
   t.after(w.cleanup);

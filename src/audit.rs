@@ -289,10 +289,14 @@ fn compared(scan: &Scan) -> impl Iterator<Item = &Found> {
         .filter(move |f| !is_second_name(f) || !direct.contains(f.path.as_path()))
 }
 
+/// Other names of a protected path, and env files hidden under their link's name (which
+/// may also be protected as themselves): each defers to the path's own entry.
 fn is_second_name(f: &Found) -> bool {
     matches!(
         f.why,
-        Protection::LinkTarget { .. } | Protection::HardLink { .. }
+        Protection::LinkTarget { .. }
+            | Protection::HardLink { .. }
+            | Protection::EnvFile { also: None }
     )
 }
 

@@ -406,6 +406,12 @@ impl Guard {
         self.run(op, path, Trace(Some(Vec::new())), &|_| None)
     }
 
+    /// `check` of `canonical`, known to be an env file under another name (what a link named
+    /// like one leads to, as the scan found it).
+    pub fn check_as_env_file(&self, op: Op, canonical: &Path) -> Decision {
+        self.decide(op, canonical, true, &mut Trace(None), &|_| None)
+    }
+
     /// `check` and `explain`, with `known` answering whether a directory is a git dir where
     /// it can (an index kept current); None sends the question to the disk.
     pub fn check_with(&self, op: Op, path: &Path, known: KnownGitDirs) -> Decision {
@@ -441,7 +447,8 @@ impl Guard {
                 return (d, steps.0.unwrap_or_default());
             }
         };
-        let d = self.decide(op, &canonical, &mut steps, known);
+        let env_alias = reached_through_env_named_link(path, &canonical);
+        let d = self.decide(op, &canonical, env_alias, &mut steps, known);
         let d = self.through_denied_dir(d, &through, &mut steps);
         (d, steps.0.unwrap_or_default())
     }
@@ -481,7 +488,16 @@ impl Guard {
         }
     }
 
-    fn decide(&self, op: Op, path: &Path, steps: &mut Trace, known: KnownGitDirs) -> Decision {
+    /// `env_alias`: `path` was reached through a link named like an env file (`.env ->
+    /// ~/secrets/api.env`), so it is one whatever its own name.
+    fn decide(
+        &self,
+        op: Op,
+        path: &Path,
+        env_alias: bool,
+        steps: &mut Trace,
+        known: KnownGitDirs,
+    ) -> Decision {
         let shown = path.display();
         let make = |verdict, rule: String, source: String, reason: String| Decision {
             verdict,
@@ -521,7 +537,7 @@ impl Guard {
         }
 
         match op {
-            Op::Read => self.decide_read(path, steps, make),
+            Op::Read => self.decide_read(path, env_alias, steps, make),
             Op::Write => {
                 if mode == Mode::ReadOnly {
                     return make(
@@ -534,7 +550,7 @@ impl Guard {
                         ),
                     );
                 }
-                self.decide_write(path, steps, known, make)
+                self.decide_write(path, env_alias, steps, known, make)
             }
         }
     }
@@ -542,6 +558,7 @@ impl Guard {
     fn decide_read(
         &self,
         path: &Path,
+        env_alias: bool,
         steps: &mut Trace,
         make: impl Fn(Verdict, String, String, String) -> Decision,
     ) -> Decision {
@@ -578,7 +595,8 @@ impl Guard {
             );
         }
         // A directory named `.env.d` holds files; it is not one.
-        let env_file = is_env_file(path) && !std::fs::metadata(path).is_ok_and(|m| m.is_dir());
+        let env_file =
+            (env_alias || is_env_file(path)) && !std::fs::metadata(path).is_ok_and(|m| m.is_dir());
         steps.push(|| Step {
             rule: format!(
                 "sensitive env file (approval mode {})",
@@ -636,6 +654,7 @@ impl Guard {
     fn decide_write(
         &self,
         path: &Path,
+        env_alias: bool,
         steps: &mut Trace,
         known: KnownGitDirs,
         make: impl Fn(Verdict, String, String, String) -> Decision,
@@ -750,7 +769,7 @@ impl Guard {
         // An existing env file the user has not allowed reading is hidden in bash; the tools
         // may not overwrite it blind either: the same question as a read.
         let hidden_env = allow.is_some()
-            && self.masks_env_file(path)
+            && self.masks_env_file_named(path, env_alias)
             && std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file());
         if allow.is_some() {
             steps.push(|| Step {
@@ -981,8 +1000,14 @@ impl Guard {
     /// reading. The read tool asks about it; bash cannot ask per file, so until the user
     /// allows it (approval mode ask) or for good (deny), `cat .env` must not undo a No.
     pub fn masks_env_file(&self, canonical: &Path) -> bool {
+        self.masks_env_file_named(canonical, false)
+    }
+
+    /// `masks_env_file`, for a file that may also be reached under an env file's name
+    /// (`named_env`: a link `.env` leads to it): it is an env file by either name.
+    pub fn masks_env_file_named(&self, canonical: &Path, named_env: bool) -> bool {
         self.hides_env_files()
-            && is_env_file(canonical)
+            && (named_env || is_env_file(canonical))
             && match self.approval {
                 ApprovalMode::Always => false,
                 ApprovalMode::Deny => true,
@@ -1126,6 +1151,20 @@ pub fn is_process_file(path: &Path) -> bool {
             let b = pid.as_os_str().as_encoded_bytes();
             !b.is_empty() && b.iter().all(u8::is_ascii_digit)
         })
+}
+
+/// Whether resolving `path` to `canonical` went through a symlink named like an env file that
+/// leads to `canonical` itself (not a directory on the way): the file is then an env file by
+/// that name too. Asked only when a link was involved at all.
+pub fn reached_through_env_named_link(path: &Path, canonical: &Path) -> bool {
+    if paths::lexical_normalize(path) == canonical {
+        return false;
+    }
+    paths::symlinks_followed(path).is_ok_and(|(_, links)| {
+        links.iter().any(|link| {
+            is_env_file(link) && paths::canonicalize(link).is_ok_and(|t| t == canonical)
+        })
+    })
 }
 
 pub fn is_env_file(path: &Path) -> bool {

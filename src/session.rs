@@ -242,6 +242,10 @@ pub struct Session {
     env_listings: std::cell::RefCell<crate::platform::mounts::EnvFileListings>,
     /// Second names of protected files from the last scan (see `Scan::second_names`).
     second_names: std::cell::RefCell<Option<Vec<Found>>>,
+    /// Files bash hides as env files though their own name is none: what links named like
+    /// env files lead to, from the last scan (`indexed`) and the last command's env file
+    /// search (`elsewhere`). The file tools ask about them as bash hides them.
+    env_aliases: std::cell::RefCell<EnvAliases>,
     /// What the scan finds, kept current from file events (None: full scans; see `scan`).
     index: Option<Index>,
     /// The env files elsewhere in the home directory (started with the first load unless the
@@ -295,6 +299,21 @@ fn included_files(paths: &[GitPath]) -> impl Iterator<Item = PathBuf> + '_ {
         .map(|p| p.path.clone())
 }
 
+/// See `Session::env_aliases`.
+#[derive(Default)]
+struct EnvAliases {
+    indexed: HashSet<PathBuf>,
+    elsewhere: HashSet<PathBuf>,
+}
+
+/// The hidden env files whose own name is no env file's.
+fn env_aliases<'a>(hidden: impl Iterator<Item = &'a PathBuf>) -> HashSet<PathBuf> {
+    hidden
+        .filter(|p| !crate::guard::is_env_file(p))
+        .cloned()
+        .collect()
+}
+
 fn stamp_of(files: &[PathBuf]) -> Stamp {
     files
         .iter()
@@ -331,6 +350,7 @@ impl Session {
             auditor: std::cell::RefCell::new(Auditor::new(quarantine)),
             env_listings: Default::default(),
             second_names: Default::default(),
+            env_aliases: Default::default(),
             index: None,
             env_search: None,
             repo_git_paths: Default::default(),
@@ -671,6 +691,26 @@ impl Session {
     /// What a scan found, kept for the guard's second-name check.
     fn remember(&self, scan: &Scan) {
         *self.second_names.borrow_mut() = Some(scan.second_names.clone());
+        self.env_aliases.borrow_mut().indexed = env_aliases(
+            scan.protected
+                .iter()
+                .filter(|f| matches!(f.why, crate::guard::Protection::EnvFile { .. }))
+                .map(|f| &f.path),
+        );
+    }
+
+    /// An allowed read or write of a file bash hides as an env file under another name is
+    /// judged as one: the layers agree.
+    fn env_alias_check(&self, guard: &Guard, decision: Decision) -> Decision {
+        if !decision.allowed() || !guard.hides_env_files() {
+            return decision;
+        }
+        let aliases = self.env_aliases.borrow();
+        if !aliases.indexed.contains(&decision.path) && !aliases.elsewhere.contains(&decision.path)
+        {
+            return decision;
+        }
+        guard.check_as_env_file(decision.op, &decision.path)
     }
 
     /// A protected file is protected under every name: an allowed write is refused when the
@@ -679,13 +719,18 @@ impl Session {
     /// mounts; a file with several links is always checked against a fresh scan.
     fn second_name_check(&self, guard: &Guard, decision: Decision) -> Decision {
         use std::os::unix::fs::MetadataExt;
-        if decision.op != Op::Write || !decision.allowed() || !guard.active() {
+        if !decision.allowed() || !guard.active() {
             return decision;
         }
-        let linked =
-            std::fs::symlink_metadata(&decision.path).is_ok_and(|m| m.is_file() && m.nlink() > 1);
+        let linked = decision.op == Op::Write
+            && std::fs::symlink_metadata(&decision.path)
+                .is_ok_and(|m| m.is_file() && m.nlink() > 1);
         if linked || self.second_names.borrow().is_none() {
             self.remember(&self.scan(guard));
+        }
+        let decision = self.env_alias_check(guard, decision);
+        if decision.op != Op::Write || !decision.allowed() {
+            return decision;
         }
         let names = self.second_names.borrow();
         let Some(found) = names
@@ -1022,12 +1067,13 @@ impl Session {
             scan.hidden_env_files.extend(
                 elsewhere
                     .iter()
-                    .filter(|p| !known.contains(*p) && guard.masks_env_file(p))
-                    .cloned(),
+                    .filter_map(|p| crate::platform::mounts::env_file_to_mask(guard, p))
+                    .filter(|p| !known.contains(p)),
             );
         }
         auditor.baseline(&scan);
         self.remember(&scan);
+        self.env_aliases.borrow_mut().elsewhere = env_aliases(scan.hidden_env_files.iter());
         let tmp = std::env::temp_dir();
         let unset_env: Vec<String> = self.dropped_env().into_iter().map(|d| d.name).collect();
         let set_env = environment::cache_redirects(

@@ -354,8 +354,10 @@ pub fn env_files_around(guard: &Guard, listings: &mut EnvFileListings) -> Vec<Pa
             continue;
         }
         for path in listings.env_files_in(dir) {
-            if guard.masks_env_file(&path) && !found.contains(&path) {
-                found.push(path);
+            if let Some(path) = env_file_to_mask(guard, &path) {
+                if !found.contains(&path) {
+                    found.push(path);
+                }
             }
         }
     }
@@ -527,7 +529,10 @@ pub(crate) fn judge(
     let git_dir = file_type.is_dir() && git.is_git_dir(path);
     let mut is_git_dir = |p: &Path| guard.is_git_dir_for_writes(p, git);
     let protection = guard.write_protection(path, &mut is_git_dir);
-    if file_type.is_file() && guard.masks_env_file(path) {
+    // A link named like an env file is one too: `record` masks what it leads to.
+    let env_named_link =
+        file_type.is_symlink() && guard.hides_env_files() && crate::guard::is_env_file(path);
+    if (file_type.is_file() && guard.masks_env_file(path)) || env_named_link {
         return Judged {
             git_dir,
             protection: Some(Protection::EnvFile {
@@ -577,6 +582,16 @@ pub(crate) fn record(
         let path = path.as_path();
         let Ok(meta) = std::fs::symlink_metadata(path) else {
             continue;
+        };
+        let why = match why {
+            Protection::EnvFile { also } if meta.file_type().is_symlink() => {
+                scan.protected.extend(env_file_behind(guard, path));
+                match also {
+                    Some(also) => *also,
+                    None => continue,
+                }
+            }
+            why => why,
         };
         let audit_only = matches!(&why, Protection::Surface(h) if h.entry.keep == Keep::Audit);
         collect_linked_inodes(path, &meta, usize::MAX);
@@ -643,6 +658,27 @@ pub(crate) fn record(
         }
     }
     linked_inodes
+}
+
+/// The env file a link named like one leads to, to hide in bash under its real path (a
+/// mount on the link would land wherever the link points when bwrap sets it up).
+fn env_file_behind(guard: &Guard, link: &Path) -> Option<Found> {
+    let target = crate::paths::canonicalize(link).ok()?;
+    let is_file = std::fs::symlink_metadata(&target).is_ok_and(|m| m.is_file());
+    (is_file && guard.masks_env_file_named(&target, true)).then(|| Found {
+        path: target,
+        why: Protection::EnvFile { also: None },
+        fingerprint: Vec::new(),
+    })
+}
+
+/// The env file to hide for `path`, a file or link one of the env-file walks found: the
+/// file itself, or for a link, what it leads to (see `env_file_behind`).
+pub(crate) fn env_file_to_mask(guard: &Guard, path: &Path) -> Option<PathBuf> {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return env_file_behind(guard, path).map(|f| f.path);
+    }
+    guard.masks_env_file(path).then(|| path.to_path_buf())
 }
 
 /// Whether `record` looks for the protected files that have several names. The index skips
@@ -996,8 +1032,16 @@ mod tests {
         let g = guard("{}", &env);
         let mut found = env_files_around(&g, &mut EnvFileListings::default());
         found.sort();
-        // The project's own are the index's; a directory or a link named like one is not.
-        assert_eq!(found, [root.join(".env"), root.join("home/.env.prod")]);
+        // The project's own are the index's; a directory named like one is none, a link named
+        // like one hides what it leads to.
+        assert_eq!(
+            found,
+            [
+                root.join(".env"),
+                root.join("home/.env.prod"),
+                root.join("home/notes.txt")
+            ]
+        );
         // They are masked like the indexed ones.
         let scan = Scan {
             hidden_env_files: found.clone(),
