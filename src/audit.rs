@@ -59,97 +59,6 @@ impl fmt::Display for Finding {
 /// lists it, so bash binds quarantines read-only and no scan looks inside them.
 pub const QUARANTINE_PREFIX: &str = ".pi-sandbox-quarantine-";
 
-/// git config keys a fresh repository may carry; any other key can run commands or redirect
-/// git (core.hooksPath, core.fsmonitor, filter drivers, aliases, include.path, ...).
-const SAFE_GIT_KEYS: &[&str] = &[
-    "core.repositoryformatversion",
-    "core.filemode",
-    "core.bare",
-    "core.logallrefupdates",
-    "core.ignorecase",
-    "core.precomposeunicode",
-    "core.symlinks",
-    "core.autocrlf",
-    "core.eol",
-    "core.safecrlf",
-    "core.quotepath",
-    "init.defaultbranch",
-    "user.name",
-    "user.email",
-    "extensions.objectformat",
-    "remote.*.url",
-    "remote.*.tagopt",
-    "remote.*.prune",
-    "submodule.*.url",
-    "submodule.*.active",
-    "submodule.*.branch",
-    "core.worktree",
-    "core.sparsecheckout",
-    "core.sparsecheckoutcone",
-    "index.sparse",
-    "extensions.worktreeconfig",
-    "remote.*.fetch",
-    "remote.*.pushurl",
-    "branch.*.remote",
-    "branch.*.merge",
-    "branch.*.rebase",
-];
-
-/// The entries of a git config text: each key lower-cased as git compares it (subsections
-/// as `*`), with the whole entry (section header and line) to tell changed values apart.
-/// Unparseable lines count as a key of their own, so they are never taken for safe.
-fn git_config_entries(text: &str) -> Vec<(String, String)> {
-    let is_blank = |l: &str| l.is_empty() || l.starts_with('#') || l.starts_with(';');
-    let mut section = String::new();
-    let mut header = String::new();
-    let mut entries = Vec::new();
-    for raw in text.lines() {
-        let mut body = raw.trim();
-        if let Some(rest) = body.strip_prefix('[') {
-            let Some(end) = rest.find(']') else {
-                entries.push((format!("unparseable:{body}"), body.to_string()));
-                continue;
-            };
-            header = rest[..end].to_string();
-            section = match header.split_once(|c: char| c.is_whitespace() || c == '.') {
-                Some((name, _sub)) => format!("{}.*", name.to_ascii_lowercase()),
-                None => header.to_ascii_lowercase(),
-            };
-            // A key may follow the header on the same line: `[core] hooksPath = x`.
-            body = rest[end + 1..].trim();
-        }
-        if is_blank(body) {
-            continue;
-        }
-        let name = body.split('=').next().unwrap_or("").trim();
-        entries.push((
-            format!("{section}.{}", name.to_ascii_lowercase()),
-            format!("[{header}] {body}"),
-        ));
-    }
-    entries
-}
-
-fn is_unsafe_key(key: &str) -> bool {
-    !SAFE_GIT_KEYS.contains(&key)
-}
-
-/// Unsafe keys set in `after` by an entry `before` did not have (a new key, or a new value):
-/// what a command added to a git config that git may legitimately rewrite.
-pub fn added_unsafe_git_keys(before: &str, after: &str) -> Vec<String> {
-    let old: Vec<(String, String)> = git_config_entries(before);
-    git_config_entries(after)
-        .into_iter()
-        .filter(|(k, e)| is_unsafe_key(k) && !old.iter().any(|(_, o)| o == e))
-        .map(|(k, _)| k)
-        .collect()
-}
-
-/// Keys in `text` that a fresh repository should not have.
-pub fn unsafe_git_keys(text: &str) -> Vec<String> {
-    added_unsafe_git_keys("", text)
-}
-
 /// The protected paths seen just before a command, to judge what it created or changed.
 #[derive(Debug, Default)]
 pub struct Auditor {
@@ -457,24 +366,25 @@ fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
         // A directory where a config file belongs holds no keys: git cannot read it.
         OnChange::MoveIfUnsafeGitConfig if is_dir(path) => None,
         OnChange::MoveIfUnsafeGitConfig => {
-            let text = std::fs::read(path)
-                .map(|b| String::from_utf8_lossy(&b).into_owned())
-                .unwrap_or_else(|_| "[unreadable".into());
-            let old = before
-                .map(|b| String::from_utf8_lossy(b).into_owned())
-                .unwrap_or_default();
-            let bad = added_unsafe_git_keys(&old, &text);
-            if bad.is_empty() {
-                return None;
-            }
-            Some(quarantine(
-                path,
-                &format!(
+            let text = match std::fs::read(path) {
+                Ok(text) => text,
+                Err(e) => {
+                    return Some(quarantine(
+                        path,
+                        &format!("it cannot be read ({e})"),
+                        restore,
+                    ))
+                }
+            };
+            let bad = match crate::git_config::added_unsafe_keys(before, &text, path) {
+                Ok(bad) if bad.is_empty() => return None,
+                Ok(bad) => format!(
                     "this git config sets {} (can run commands outside the sandbox); git works without it",
                     bad.join(", ")
                 ),
-                restore,
-            ))
+                Err(e) => format!("{e}; only a config git reads, with safe keys, is kept"),
+            };
+            Some(quarantine(path, &bad, restore))
         }
         OnChange::MoveUnlessGitLinked => {
             if gitfile_is_linked(path) {
@@ -541,36 +451,6 @@ impl Auditor {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fresh_git_init_config_is_safe_and_command_keys_are_not() {
-        let fresh = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n";
-        assert!(unsafe_git_keys(fresh).is_empty());
-        let remote = "[remote \"origin\"]\n\turl = https://x\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch \"main\"]\n\tremote = origin\n";
-        assert!(
-            unsafe_git_keys(remote).is_empty(),
-            "{:?}",
-            unsafe_git_keys(remote)
-        );
-        assert_eq!(
-            unsafe_git_keys("[core]\n  hooksPath = /x\n"),
-            ["core.hookspath"]
-        );
-        assert_eq!(
-            unsafe_git_keys("[core] fsmonitor = evil\n"),
-            ["core.fsmonitor"]
-        );
-        assert_eq!(unsafe_git_keys("[alias]\n st = !sh -c x\n"), ["alias.st"]);
-        assert_eq!(
-            unsafe_git_keys("[include]\n path = ../x\n"),
-            ["include.path"]
-        );
-        assert_eq!(
-            unsafe_git_keys("[filter \"lfs\"]\n clean = x\n"),
-            ["filter.*.clean"]
-        );
-        assert_eq!(unsafe_git_keys("[core\n"), ["unparseable:[core"]);
-    }
 
     use crate::config::{merge, Env};
     use crate::guard::{ApprovalMode, Guard};
@@ -761,6 +641,62 @@ mod tests {
         }
         found.extend(a.after(&scan(g, root)));
         found
+    }
+
+    fn git_dir(path: &Path) {
+        for d in ["objects", "refs"] {
+            std::fs::create_dir_all(path.join(d)).unwrap();
+        }
+        std::fs::write(path.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    }
+
+    #[test]
+    fn a_config_is_judged_as_git_reads_it() {
+        let (_t, root, g) = setup();
+        let sub = root.join(".git/modules/s");
+        git_dir(&root.join(".git"));
+        git_dir(&sub);
+        std::fs::write(sub.join("config"), "[core]\n\thooksPath = mine\n").unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let mut a = Auditor::default();
+        a.baseline(&scan(&g, &root));
+        // a new repository's config: read to the first `]`, the old parser saw remote.*.url
+        let r1 = root.join("r1/.git");
+        git_dir(&r1);
+        let escape = "[remote \"a]url=x\"] [core] fsmonitor = touch /tmp/pwned\n";
+        std::fs::write(r1.join("config"), escape).unwrap();
+        // a config git cannot read
+        let r2 = root.join("r2/.git");
+        git_dir(&r2);
+        std::fs::write(r2.join("config"), "[core]\n\tbare = \"open\n").unwrap();
+        // the submodule's config rewritten as git would (the user's key, reformatted, and
+        // core.worktree), then with the escape appended
+        let sub_config = "[core]\n  hookspath=mine\n  worktree = ../../../s\n";
+        std::fs::write(sub.join("config"), sub_config).unwrap();
+        let first = audit(&mut a, &g, &root);
+        assert!(
+            first.iter().all(|f| f.path != sub.join("config")),
+            "{first:?}"
+        );
+        std::fs::write(sub.join("config"), format!("{sub_config}{escape}")).unwrap();
+        let found = [first, audit(&mut a, &g, &root)].concat();
+        let why = |p: &Path| {
+            let f = found.iter().find(|f| f.path == p).expect("judged");
+            assert!(f.moved_to.is_some(), "{f:?}");
+            f.why.clone()
+        };
+        assert!(why(&r1.join("config")).contains("core.fsmonitor"));
+        let e = why(&r2.join("config"));
+        assert!(
+            e.contains("git cannot read it") && e.contains(&*r2.to_string_lossy()),
+            "{e}"
+        );
+        assert!(why(&sub.join("config")).contains("core.fsmonitor"));
+        // the user's content put back
+        assert_eq!(
+            std::fs::read_to_string(sub.join("config")).unwrap(),
+            sub_config
+        );
     }
 
     #[test]

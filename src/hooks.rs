@@ -13,6 +13,7 @@
 //! and a time limit. A conditional include is protected whether or not its condition holds
 //! now (checking out another branch can make it hold).
 
+use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -99,7 +100,7 @@ pub fn git_paths_of(git_dir: &Path, home: &Path) -> Option<Vec<GitPath>> {
     let named_dot_git = git_dir.file_name().is_some_and(|n| n == ".git");
     let linked = || {
         let back = std::fs::read(git_dir.join("gitdir")).ok()?;
-        let gitfile = git_dir.join(std::ffi::OsStr::from_bytes(back.trim_ascii()));
+        let gitfile = git_dir.join(OsStr::from_bytes(back.trim_ascii()));
         gitfile.parent().map(Path::to_path_buf)
     };
     let default_worktree = if named_dot_git {
@@ -183,7 +184,7 @@ fn home_of(name: &str) -> Option<PathBuf> {
     }
     // SAFETY: getpwnam_r succeeded: pw_dir is a NUL-terminated string in `buf`.
     let dir = unsafe { std::ffi::CStr::from_ptr(pwd.pw_dir) };
-    Some(PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes())))
+    Some(PathBuf::from(OsStr::from_bytes(dir.to_bytes())))
 }
 
 fn dirs_for(value: &str, git_dir: &Path, worktree: &Path, home: &Path) -> Vec<GitPath> {
@@ -334,7 +335,7 @@ impl CoreConfig {
 /// the repository (every config level, includes). None when no system git is there to ask,
 /// or it fails or hangs.
 fn core_config(git_dir: &Path, worktree: Option<&Path>, home: &Path) -> Option<CoreConfig> {
-    let mut repo: Vec<&std::ffi::OsStr> = vec!["--git-dir".as_ref(), git_dir.as_os_str()];
+    let mut repo: Vec<&OsStr> = vec!["--git-dir".as_ref(), git_dir.as_os_str()];
     if let Some(w) = worktree {
         repo.extend(["--work-tree".as_ref(), w.as_os_str()]);
     }
@@ -405,54 +406,32 @@ impl ConfigEntry {
     }
 }
 
-/// `git <repo> config -z --show-origin <query>`, asked so that nothing the repository says
-/// can run code: git from a system directory, no inherited environment, a time limit, and
-/// values left unexpanded (`~/` is resolved by the caller against the user's HOME). None
-/// when no system git is there to ask, or it fails or hangs; no entry matching is an empty
-/// list.
+/// `git <repo> config -z --show-origin <query>`, run by `run_git`, with values left
+/// unexpanded (`~/` is resolved by the caller against the user's HOME). None when no system
+/// git is there to ask, or it fails or hangs; no entry matching is an empty list.
 fn ask_git_config(
-    repo: &[&std::ffi::OsStr],
-    query: &[&std::ffi::OsStr],
+    repo: &[&OsStr],
+    query: &[&OsStr],
     dir: &Path,
     home: &Path,
 ) -> Option<Vec<ConfigEntry>> {
-    let git = detect::system_program("git")?;
-    let mut cmd = Command::new(git);
-    cmd.env_clear()
-        .env("HOME", home)
-        .env("PATH", "/usr/bin:/bin")
-        .env("LC_ALL", "C")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .args(["-c", "core.fsmonitor=false", "-c", "safe.directory=*"])
-        .args(repo)
-        // -z: a value holding a newline cannot pass for another key.
-        .args(["config", "-z", "--show-origin"])
-        .args(query)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .stdout(Stdio::piped());
-    if let Some(xdg) = std::env::var_os("XDG_CONFIG_HOME") {
-        cmd.env("XDG_CONFIG_HOME", xdg);
-    }
-    let mut child = cmd.spawn().ok()?;
-    // Waited for before reading (a hung git must not hang us): its few lines of output fit
-    // in the pipe's buffer.
-    let status = detect::wait_or_kill(&mut child, GIT_TIMEOUT).ok()??;
-    let mut out = Vec::new();
-    std::io::Read::read_to_end(&mut child.stdout.take()?, &mut out).ok()?;
-    match status.code() {
+    // -z: a value holding a newline cannot pass for another key.
+    let mut args: Vec<&OsStr> = repo.to_vec();
+    args.extend(["config", "-z", "--show-origin"].map(OsStr::new));
+    args.extend(query);
+    let run = run_git(&args, None, dir, home).ok()?;
+    match run.code {
         Some(0) => {}
-        Some(1) if out.is_empty() => return Some(vec![]),
+        Some(1) if run.stdout.is_empty() => return Some(vec![]),
         _ => return None,
     }
     // Pairs of records: `<origin type>:<origin>\0` then `key\nvalue\0`.
-    let mut records = out.split(|b| *b == 0);
+    let mut records = run.stdout.split(|b| *b == 0);
     let mut entries = Vec::new();
     while let (Some(origin), Some(entry)) = (records.next(), records.next()) {
         let origin = origin
             .strip_prefix(b"file:")
-            .map(|p| dir.join(std::ffi::OsStr::from_bytes(p)));
+            .map(|p| dir.join(OsStr::from_bytes(p)));
         let text = String::from_utf8_lossy(entry);
         let (key, value) = text.split_once('\n').unwrap_or((&text, ""));
         entries.push(ConfigEntry {
@@ -462,6 +441,119 @@ fn ask_git_config(
         });
     }
     Some(entries)
+}
+
+/// What one run of git gave back.
+#[derive(Debug)]
+pub(crate) struct GitRun {
+    /// The exit code; None when a signal ended it.
+    pub code: Option<i32>,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+/// Why git gave no answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum GitError {
+    NoGit,
+    Spawn(String),
+    TimedOut,
+    /// It printed more than `GIT_OUTPUT_LIMIT`.
+    TooMuchOutput,
+}
+
+impl std::fmt::Display for GitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GitError::NoGit => f.write_str("no git in the system directories to ask"),
+            GitError::Spawn(e) => write!(f, "git could not be started ({e})"),
+            GitError::TimedOut => write!(f, "git did not answer within {GIT_TIMEOUT:?}"),
+            GitError::TooMuchOutput => write!(f, "git printed more than {GIT_OUTPUT_LIMIT} bytes"),
+        }
+    }
+}
+
+/// What git may print before it counts as no answer (a 1 MiB config whose every line
+/// repeats a long section name lists to far more than 1 MiB).
+const GIT_OUTPUT_LIMIT: usize = 64 << 20;
+
+/// `git <args>` (with `input` on its stdin), run so that nothing a repository or the
+/// agent says can run code or hang pi: git from a system directory, no inherited
+/// environment, `core.fsmonitor` off, every directory safe (it is only read), a time limit.
+/// Its output is read while it runs, so a long answer does not stall it on a full pipe.
+pub(crate) fn run_git(
+    args: &[&OsStr],
+    input: Option<&[u8]>,
+    dir: &Path,
+    home: &Path,
+) -> Result<GitRun, GitError> {
+    let git = detect::system_program("git").ok_or(GitError::NoGit)?;
+    let mut cmd = Command::new(git);
+    cmd.env_clear()
+        .env("HOME", home)
+        .env("PATH", "/usr/bin:/bin")
+        .env("LC_ALL", "C")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .args(["-c", "core.fsmonitor=false", "-c", "safe.directory=*"])
+        .args(args)
+        .current_dir(dir)
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stderr(Stdio::piped())
+        .stdout(Stdio::piped());
+    if let Some(xdg) = std::env::var_os("XDG_CONFIG_HOME") {
+        cmd.env("XDG_CONFIG_HOME", xdg);
+    }
+    let mut child = cmd.spawn().map_err(|e| GitError::Spawn(e.to_string()))?;
+    let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    std::thread::scope(|s| {
+        // git may stop reading (a bad line) or be killed: the write then fails, and ends.
+        if let (Some(mut w), Some(bytes)) = (stdin, input) {
+            s.spawn(move || std::io::Write::write_all(&mut w, bytes));
+        }
+        let out = s.spawn(move || drain(stdout, GIT_OUTPUT_LIMIT));
+        let err = s.spawn(move || drain(stderr, 64 << 10));
+        // Killed at the limit, git closes its pipes and the readers end.
+        let status = detect::wait_or_kill(&mut child, GIT_TIMEOUT);
+        let (stdout, too_much) = out.join().unwrap_or_default();
+        let (stderr, _) = err.join().unwrap_or_default();
+        match status {
+            Err(e) => Err(GitError::Spawn(e.to_string())),
+            Ok(None) => Err(GitError::TimedOut),
+            Ok(Some(_)) if too_much => Err(GitError::TooMuchOutput),
+            Ok(Some(status)) => Ok(GitRun {
+                code: status.code(),
+                stdout,
+                stderr,
+            }),
+        }
+    })
+}
+
+/// Everything `pipe` gives until it closes, keeping the first `limit` bytes; whether there
+/// was more.
+fn drain(pipe: Option<impl std::io::Read>, limit: usize) -> (Vec<u8>, bool) {
+    let mut kept = Vec::new();
+    let Some(mut pipe) = pipe else {
+        return (kept, false);
+    };
+    let mut buf = [0u8; 64 << 10];
+    let mut more = false;
+    loop {
+        let n = match pipe.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        let room = limit.saturating_sub(kept.len());
+        kept.extend_from_slice(&buf[..n.min(room)]);
+        more |= n > room;
+    }
+    (kept, more)
 }
 
 #[cfg(test)]
@@ -724,5 +816,21 @@ mod tests {
         let got = paths(git_paths(&repo.join(".git"), &repo, &home));
         assert!(got.contains(&repo.join("hooks")), "{got:?}");
         assert!(got.contains(&repo.join("real-hooks")), "{got:?}");
+    }
+
+    #[test]
+    fn git_runs_with_input_and_a_long_answer_does_not_stall_it() {
+        // a config whose listing is far larger than a pipe's buffer
+        let config = format!("[{}]\n{}", "s".repeat(1000), "k\n".repeat(2000));
+        let args = ["config", "--file", "-", "--list", "-z"].map(OsStr::new);
+        let run = run_git(
+            &args,
+            Some(config.as_bytes()),
+            Path::new("/"),
+            Path::new("/"),
+        )
+        .unwrap();
+        assert_eq!(run.code, Some(0));
+        assert_eq!(run.stdout.len(), 2000 * (1000 + 3));
     }
 }

@@ -9,6 +9,7 @@ pub mod config_edit;
 pub mod credentials;
 pub mod env_files;
 pub mod environment;
+pub mod git_config;
 pub mod guard;
 pub mod hooks;
 pub mod index;
