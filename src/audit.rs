@@ -24,9 +24,10 @@ fn baseline_time() -> Option<SystemTime> {
     Some(UNIX_EPOCH + Duration::new(meta.ctime().max(0) as u64, meta.ctime_nsec() as u32))
 }
 
+use crate::content;
 use crate::guard::Protection;
 use crate::hooks::GitPathKind;
-use crate::platform::mounts::{Found, Scan, LINK_TARGET_MISSING};
+use crate::platform::mounts::{fingerprinted_content, Found, Scan, FP_LINK, LINK_TARGET_MISSING};
 use crate::protected::{Keep, OnChange, Place};
 
 /// What was done about one new or changed path.
@@ -247,11 +248,14 @@ fn quarantine(path: &Path, why: &str, restore: Option<&[u8]>) -> Finding {
     }
 }
 
-fn restore_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    if let Some(target) = bytes.strip_prefix(b"link:") {
+/// Puts back what a fingerprint (`mounts::fingerprint`) recorded: a link, or a file's content.
+fn restore_file(path: &Path, fingerprint: &[u8]) -> std::io::Result<()> {
+    if let Some(target) = fingerprint.strip_prefix(FP_LINK) {
         use std::os::unix::ffi::OsStrExt;
         return std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(target), path);
     }
+    let bytes = fingerprinted_content(fingerprint)
+        .ok_or_else(|| std::io::Error::other("no content was recorded"))?;
     use std::io::Write as _;
     let mut f = std::fs::OpenOptions::new()
         .write(true)
@@ -260,7 +264,9 @@ fn restore_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     f.write_all(bytes)
 }
 
-/// The live hooks in a hooks directory: anything but git's `*.sample` files.
+/// The live hooks in a hooks directory: anything but git's `*.sample` files. Names only:
+/// nothing is opened but the directory (`O_DIRECTORY`: a FIFO put in its place fails at
+/// once), and any kind of file under a live name is live.
 fn live_hooks(dir: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(dir)
         .into_iter()
@@ -273,29 +279,71 @@ fn live_hooks(dir: &Path) -> Vec<PathBuf> {
 
 /// Whether the gitfile `path` points at a git dir git made for it: a linked worktree's
 /// admin dir (`<common>/worktrees/<name>`) whose `gitdir` back-link names `path`, or a
-/// submodule's git dir (`<git dir>/modules/...`).
-fn gitfile_is_linked(path: &Path) -> bool {
-    let Some(target) = crate::protected::gitfile_target(path) else {
-        return false;
+/// submodule's git dir (`<git dir>/modules/...`). Err says why not.
+fn gitfile_is_linked(path: &Path) -> Result<(), String> {
+    let text =
+        content::read(path, content::GIT_FILE_LIMIT).map_err(|not| not_a_file(&not, "gitfile"))?;
+    let Some(target) = crate::protected::gitfile_target_in(path, &text) else {
+        return Err("git does not read it as a gitfile (`gitdir: <path>`)".into());
     };
     if crate::protected::worktree_links_back(&target, path) {
-        return true;
+        return Ok(());
     }
     // A submodule's: an existing git dir somewhere below `<git dir>/modules/`.
-    target.is_dir()
+    let in_modules = target.is_dir()
         && crate::protected::is_git_dir_on_disk(&target)
         && target.ancestors().skip(1).any(|a| {
             a.file_name() == Some(std::ffi::OsStr::new("modules"))
                 && a.parent().is_some_and(crate::protected::is_git_dir_on_disk)
-        })
+        });
+    match in_modules {
+        true => Ok(()),
+        false => Err("it names no git dir that git itself linked to it (a worktree's admin dir or a submodule's git dir)".into()),
+    }
+}
+
+/// Why what is at a path is no `expected` file: what it is instead. A FIFO, socket or
+/// device would make git (and a reader without `content::read`'s care) wait or fail.
+fn not_a_file(not: &content::NotContent, expected: &str) -> String {
+    use content::NotContent::{Device, Fifo, Socket};
+    let blocks = matches!(not, Fifo | Socket | Device);
+    format!(
+        "it is {not}, not a {expected}{}",
+        if blocks {
+            ": git would wait on it or fail reading it"
+        } else {
+            ""
+        }
+    )
+}
+
+/// Why the git config at `path` is unsafe, as git reads it: entries the command added
+/// (`before`: its fingerprint from before the command) with keys off the safe list, a file
+/// git cannot read, or no regular file at all. None when it is safe.
+fn unsafe_git_config(path: &Path, before: Option<&[u8]>) -> Option<String> {
+    let text = match content::read(path, content::GIT_FILE_LIMIT) {
+        Ok(text) => text,
+        Err(not) => return Some(not_a_file(&not, "git config")),
+    };
+    let old = before.and_then(fingerprinted_content);
+    match crate::git_config::added_unsafe_keys(old, &text, path) {
+        Ok(bad) if bad.is_empty() => None,
+        Ok(bad) => Some(format!(
+            "this git config sets {} (can run commands outside the sandbox); git works without it",
+            bad.join(", ")
+        )),
+        Err(e) => Some(format!(
+            "{e}; only a config git reads, with safe keys, is kept"
+        )),
+    }
 }
 
 /// Judges one new (`before` None) or changed path by its table entry's rule.
 fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
     let path = &found.path;
-    // Content before the command, to put back: only for files compared by content (not the
-    // marker of a protected link's missing target, which is no content).
-    let restore = before.filter(|b| !b.is_empty() && *b != LINK_TARGET_MISSING);
+    // What was there before the command, to put back: a regular file's content or a link
+    // (not what the fingerprint says of anything else, which is no content).
+    let restore = before.filter(|b| fingerprinted_content(b).is_some() || b.starts_with(FP_LINK));
     let why = match &found.why {
         Protection::EnvFile { also: Some(also) } => also.as_ref(),
         why => why,
@@ -366,46 +414,19 @@ fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
         // A directory where a config file belongs holds no keys: git cannot read it.
         OnChange::MoveIfUnsafeGitConfig if is_dir(path) => None,
         OnChange::MoveIfUnsafeGitConfig => {
-            let text = match std::fs::read(path) {
-                Ok(text) => text,
-                Err(e) => {
-                    return Some(quarantine(
-                        path,
-                        &format!("it cannot be read ({e})"),
-                        restore,
-                    ))
-                }
-            };
-            let bad = match crate::git_config::added_unsafe_keys(before, &text, path) {
-                Ok(bad) if bad.is_empty() => return None,
-                Ok(bad) => format!(
-                    "this git config sets {} (can run commands outside the sandbox); git works without it",
-                    bad.join(", ")
-                ),
-                Err(e) => format!("{e}; only a config git reads, with safe keys, is kept"),
-            };
-            Some(quarantine(path, &bad, restore))
+            unsafe_git_config(path, before).map(|why| quarantine(path, &why, restore))
         }
-        OnChange::MoveUnlessGitLinked => {
-            if gitfile_is_linked(path) {
-                return None;
-            }
-            Some(quarantine(
-                path,
-                &format!("{what}; it names no git dir that git itself linked to it (a worktree's admin dir or a submodule's git dir)"),
-                restore,
-            ))
-        }
+        OnChange::MoveUnlessGitLinked => match gitfile_is_linked(path) {
+            Ok(()) => None,
+            Err(not) => Some(quarantine(path, &format!("{what}; {not}"), restore)),
+        },
         OnChange::MoveUnlessContent(expected) => {
-            let text = std::fs::read(path).unwrap_or_default();
-            if text.trim_ascii() == expected.as_bytes() {
-                return None;
-            }
-            Some(quarantine(
-                path,
-                &format!("{what}; git itself writes {expected:?} here"),
-                restore,
-            ))
+            let why = match content::read(path, content::GIT_FILE_LIMIT) {
+                Ok(t) if t.trim_ascii() == expected.as_bytes() => return None,
+                Ok(_) => format!("{what}; git itself writes {expected:?} here"),
+                Err(not) => format!("{what}; {}", not_a_file(&not, "file git writes")),
+            };
+            Some(quarantine(path, &why, restore))
         }
     }
 }
@@ -643,6 +664,12 @@ mod tests {
         found
     }
 
+    fn mkfifo(path: &Path) {
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "{path:?}");
+    }
+
     fn git_dir(path: &Path) {
         for d in ["objects", "refs"] {
             std::fs::create_dir_all(path.join(d)).unwrap();
@@ -696,6 +723,54 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(sub.join("config")).unwrap(),
             sub_config
+        );
+    }
+
+    #[test]
+    fn a_fifo_where_git_expects_a_file_is_moved_aside_without_blocking() {
+        let (_t, root, g) = setup();
+        let admin = root.join(".git/worktrees/wt");
+        git_dir(&root.join(".git"));
+        std::fs::create_dir_all(&admin).unwrap();
+        std::fs::write(admin.join("config.worktree"), "").unwrap();
+        std::fs::write(admin.join("commondir"), "../..\n").unwrap();
+        std::fs::write(admin.join("gitdir"), "/x/.git\n").unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let mut a = Auditor::default();
+        a.baseline(&scan(&g, &root));
+        let r = root.join("r/.git");
+        git_dir(&r);
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        let fifos = [
+            r.join("config"),
+            root.join("sub/.git"),
+            // replacing a file that was empty: its fingerprint says what it is now
+            admin.join("config.worktree"),
+            admin.join("commondir"),
+        ];
+        for f in &fifos {
+            let _ = std::fs::remove_file(f);
+            mkfifo(f);
+        }
+        let started = std::time::Instant::now();
+        let found = audit(&mut a, &g, &root);
+        assert!(started.elapsed() < Duration::from_secs(20));
+        for f in &fifos {
+            let finding = found
+                .iter()
+                .find(|x| x.path == *f)
+                .unwrap_or_else(|| panic!("{f:?}: {found:?}"));
+            assert!(
+                finding.moved_to.is_some() && !finding.blocking,
+                "{finding:?}"
+            );
+            assert!(finding.why.contains("it is a FIFO"), "{}", finding.why);
+            assert!(std::fs::symlink_metadata(f).is_ok_and(|m| m.is_file()) || !f.exists());
+        }
+        // the file that was there is put back
+        assert_eq!(
+            std::fs::read_to_string(admin.join("commondir")).unwrap(),
+            "../..\n"
         );
     }
 

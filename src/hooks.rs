@@ -99,8 +99,7 @@ pub fn git_paths_in(git_dir: &Path, worktree: &Path, home: &Path) -> Option<Vec<
 pub fn git_paths_of(git_dir: &Path, home: &Path) -> Option<Vec<GitPath>> {
     let named_dot_git = git_dir.file_name().is_some_and(|n| n == ".git");
     let linked = || {
-        let back = std::fs::read(git_dir.join("gitdir")).ok()?;
-        let gitfile = git_dir.join(OsStr::from_bytes(back.trim_ascii()));
+        let gitfile = crate::protected::worktree_back_link(git_dir)?;
         gitfile.parent().map(Path::to_path_buf)
     };
     let default_worktree = if named_dot_git {
@@ -333,8 +332,11 @@ impl CoreConfig {
 
 /// `core.hooksPath`, `core.worktree`, `core.bare` and the includes as git reads them for
 /// the repository (every config level, includes). None when no system git is there to ask,
-/// or it fails or hangs.
+/// or it fails or hangs, or a file it would read is no regular file (`configs_are_files`).
 fn core_config(git_dir: &Path, worktree: Option<&Path>, home: &Path) -> Option<CoreConfig> {
+    if !configs_are_files(git_dir, home) {
+        return None;
+    }
     let mut repo: Vec<&OsStr> = vec!["--git-dir".as_ref(), git_dir.as_os_str()];
     if let Some(w) = worktree {
         repo.extend(["--work-tree".as_ref(), w.as_os_str()]);
@@ -362,9 +364,39 @@ fn core_config(git_dir: &Path, worktree: Option<&Path>, home: &Path) -> Option<C
     Some(config)
 }
 
-/// The includes written in one config file (not those of the files it includes).
+/// Whether every config file git reads for `git_dir` (the user's and the system's, the
+/// repository's and its common dir's, and what they include, followed as git follows
+/// them) is a regular file or absent. git opens them blocking: a FIFO a command put in
+/// place of one would hold each lookup for the whole time limit, so git is not asked then
+/// (the audit moves the FIFO aside; the lookup is tried again after it).
+fn configs_are_files(git_dir: &Path, home: &Path) -> bool {
+    let mut todo: Vec<(usize, PathBuf)> = user_config_files(home)
+        .into_iter()
+        .chain(repo_config_files(git_dir))
+        .chain(crate::protected::commondir_target(git_dir).map(|c| c.join("config")))
+        .map(|f| (0, f))
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    while let Some((depth, file)) = todo.pop() {
+        match std::fs::metadata(&file) {
+            Ok(m) if !m.is_file() => return false,
+            Ok(_) if seen.insert(file.clone()) && depth + 1 < MAX_INCLUDE_DEPTH => {
+                let included = includes_in_file(&file).unwrap_or_default();
+                todo.extend(included.iter().map(|i| (depth + 1, i.target(home))));
+            }
+            // Absent (git skips it), or seen already.
+            _ => {}
+        }
+    }
+    true
+}
+
+/// The includes written in one config file (not those of the files it includes). None
+/// for anything but a regular file, which git would wait on or fail to read.
 fn includes_in_file(file: &Path) -> Option<Vec<Include>> {
-    let dir = file.parent().unwrap_or(Path::new("/"));
+    if !file.is_absolute() || !std::fs::metadata(file).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
     let entries = ask_git_config(
         &[],
         &[
@@ -374,7 +406,9 @@ fn includes_in_file(file: &Path) -> Option<Vec<Include>> {
             "--get-regexp".as_ref(),
             r"^(include\.path|includeif\..+\.path)$".as_ref(),
         ],
-        dir,
+        // Run outside any repository: in one, git reads its config first (and would wait
+        // on a FIFO that config includes).
+        Path::new("/"),
         // Values are not expanded (`Include::target` resolves `~/`); one file is read.
         Path::new("/nonexistent"),
     )?;
@@ -816,6 +850,27 @@ mod tests {
         let got = paths(git_paths(&repo.join(".git"), &repo, &home));
         assert!(got.contains(&repo.join("hooks")), "{got:?}");
         assert!(got.contains(&repo.join("real-hooks")), "{got:?}");
+    }
+
+    #[test]
+    fn git_is_not_asked_to_read_a_fifo_as_a_config() {
+        let t = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        let mkfifo = |p: &Path| {
+            let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+            // SAFETY: a valid C string.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        };
+        git(&root, &["init", "-q", "a"]);
+        git(&root, &["init", "-q", "b"]);
+        std::fs::remove_file(root.join("a/.git/config")).unwrap();
+        mkfifo(&root.join("a/.git/config"));
+        git(&root.join("b"), &["config", "include.path", "../../fifo"]);
+        mkfifo(&root.join("fifo"));
+        let started = std::time::Instant::now();
+        assert_eq!(git_paths_of(&root.join("a/.git"), &root), None);
+        assert_eq!(git_paths_of(&root.join("b/.git"), &root), None);
+        assert!(started.elapsed() < GIT_TIMEOUT, "{:?}", started.elapsed());
     }
 
     #[test]

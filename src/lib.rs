@@ -6,6 +6,7 @@ pub mod audit;
 pub mod commands;
 pub mod config;
 pub mod config_edit;
+pub(crate) mod content;
 pub mod credentials;
 pub mod env_files;
 pub mod environment;

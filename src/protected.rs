@@ -353,11 +353,7 @@ pub fn worktree_git_dirs(cwd: &Path) -> Vec<PathBuf> {
     if !worktree_links_back(&admin, &dot_git) {
         return vec![];
     }
-    let Ok(commondir) = std::fs::read(admin.join("commondir")) else {
-        return vec![];
-    };
-    let common = admin.join(OsStr::from_bytes(commondir.trim_ascii()));
-    let Ok(common) = crate::paths::canonicalize(&common) else {
+    let Some(common) = commondir_target(&admin) else {
         return vec![];
     };
     if admin.parent().and_then(Path::parent) != Some(common.as_path())
@@ -377,19 +373,37 @@ pub fn worktree_git_dirs(cwd: &Path) -> Vec<PathBuf> {
 /// The git dir a gitfile names (`gitdir: <path>`, relative to the file's directory),
 /// canonical; None when it is no gitfile.
 pub fn gitfile_target(gitfile: &Path) -> Option<PathBuf> {
-    let text = std::fs::read(gitfile).ok()?;
+    let text = crate::content::read(gitfile, crate::content::GIT_FILE_LIMIT).ok()?;
+    gitfile_target_in(gitfile, &text)
+}
+
+/// `gitfile_target` of a gitfile read already (`text`).
+pub fn gitfile_target_in(gitfile: &Path, text: &[u8]) -> Option<PathBuf> {
     let rest = text.strip_prefix(b"gitdir:")?;
     let dir = gitfile.parent().unwrap_or(Path::new("/"));
     crate::paths::canonicalize(&dir.join(OsStr::from_bytes(rest.trim_ascii()))).ok()
 }
 
+/// The common dir a git dir's `commondir` file names, canonical; None without one.
+pub fn commondir_target(git_dir: &Path) -> Option<PathBuf> {
+    let text =
+        crate::content::read(&git_dir.join("commondir"), crate::content::GIT_FILE_LIMIT).ok()?;
+    crate::paths::canonicalize(&git_dir.join(OsStr::from_bytes(text.trim_ascii()))).ok()
+}
+
+/// What a worktree's admin dir's `gitdir` back-link names (the worktree's `.git` file), not
+/// resolved.
+pub fn worktree_back_link(admin: &Path) -> Option<PathBuf> {
+    let text = crate::content::read(&admin.join("gitdir"), crate::content::GIT_FILE_LIMIT).ok()?;
+    Some(admin.join(OsStr::from_bytes(text.trim_ascii())))
+}
+
 /// Whether a worktree's admin dir has git's back-link (its `gitdir` file, written by
 /// `git worktree add`) to `gitfile`.
 pub fn worktree_links_back(admin: &Path, gitfile: &Path) -> bool {
-    let Ok(back) = std::fs::read(admin.join("gitdir")) else {
+    let Some(back) = worktree_back_link(admin) else {
         return false;
     };
-    let back = admin.join(OsStr::from_bytes(back.trim_ascii()));
     matches!(
         (crate::paths::canonicalize(&back), crate::paths::canonicalize(gitfile)),
         (Ok(x), Ok(y)) if x == y
