@@ -420,9 +420,11 @@ fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
             Ok(()) => None,
             Err(not) => Some(quarantine(path, &format!("{what}; {not}"), restore)),
         },
+        // Compared as git reads the file (`protected::git_path_text`), so that git cannot
+        // read a path other than the one accepted.
         OnChange::MoveUnlessContent(expected) => {
             let why = match content::read(path, content::GIT_FILE_LIMIT) {
-                Ok(t) if t.trim_ascii() == expected.as_bytes() => return None,
+                Ok(t) if crate::protected::git_path_text(&t) == expected.as_bytes() => return None,
                 Ok(_) => format!("{what}; git itself writes {expected:?} here"),
                 Err(not) => format!("{what}; {}", not_a_file(&not, "file git writes")),
             };
@@ -772,6 +774,28 @@ mod tests {
             std::fs::read_to_string(admin.join("commondir")).unwrap(),
             "../..\n"
         );
+    }
+
+    #[test]
+    fn a_worktree_commondir_is_compared_as_git_reads_it() {
+        let (_t, root, g) = setup();
+        git_dir(&root.join(".git"));
+        let mut a = Auditor::default();
+        a.baseline(&scan(&g, &root));
+        // git reads `../.. ` as a directory named `.. ` beside the admin dirs; CR/LF and
+        // what follows a NUL it does not read
+        for (name, text, kept) in [
+            ("a", "../.. \n", false),
+            ("b", " ../..", false),
+            ("c", "../..\r\n", true),
+            ("d", "../..\0/elsewhere\n", true),
+        ] {
+            let admin = root.join(".git/worktrees").join(name);
+            std::fs::create_dir_all(&admin).unwrap();
+            std::fs::write(admin.join("commondir"), text).unwrap();
+            let found = audit(&mut a, &g, &root);
+            assert_eq!(found.is_empty(), kept, "{text:?}: {found:?}");
+        }
     }
 
     #[test]

@@ -370,32 +370,66 @@ pub fn worktree_git_dirs(cwd: &Path) -> Vec<PathBuf> {
     dirs
 }
 
-/// The git dir a gitfile names (`gitdir: <path>`, relative to the file's directory),
-/// canonical; None when it is no gitfile.
+// What git reads from its pointer files is read here as git reads it (git 2.39-2.47,
+// setup.c and worktree.c), so that the directory judged is the directory git uses:
+// - a gitfile (`read_gitfile_gently`): a regular file of at most 1 MiB that starts with
+//   `gitdir: ` (the space included); trailing CR/LF cut; at least one byte after the
+//   prefix; the path is a C string (it ends at a NUL); relative to the gitfile's directory.
+// - `commondir` (`get_common_dir_noenv`): trailing CR/LF cut, a C string, relative to the
+//   git dir. Leading and other trailing blanks are part of the path: `../.. ` is another
+//   directory than `../..`.
+// - a worktree's `gitdir` back-link (`get_linked_worktree`): trailing blanks cut
+//   (`strbuf_rtrim`), a C string, relative to the admin dir.
+// `tests::pointer_files_are_read_as_git_reads_them` holds these against git.
+
+/// The path text git takes from a pointer file's content: trailing CR and LF cut, then up
+/// to the first NUL.
+pub fn git_path_text(content: &[u8]) -> &[u8] {
+    let end = content
+        .iter()
+        .rposition(|b| *b != b'\n' && *b != b'\r')
+        .map_or(0, |i| i + 1);
+    c_string(&content[..end])
+}
+
+fn c_string(bytes: &[u8]) -> &[u8] {
+    bytes.split(|b| *b == 0).next().unwrap_or_default()
+}
+
+/// The git dir a gitfile names, canonical; None when git would not read it as a gitfile.
 pub fn gitfile_target(gitfile: &Path) -> Option<PathBuf> {
     let text = crate::content::read(gitfile, crate::content::GIT_FILE_LIMIT).ok()?;
     gitfile_target_in(gitfile, &text)
 }
 
-/// `gitfile_target` of a gitfile read already (`text`).
+/// `gitfile_target` of a gitfile read already (`text`, read within git's 1 MiB).
 pub fn gitfile_target_in(gitfile: &Path, text: &[u8]) -> Option<PathBuf> {
-    let rest = text.strip_prefix(b"gitdir:")?;
+    let rest = text.strip_prefix(b"gitdir: ")?;
+    // git: "no path in gitfile" when nothing is left once CR/LF are cut (a NUL counts).
+    if rest.iter().all(|b| *b == b'\n' || *b == b'\r') {
+        return None;
+    }
     let dir = gitfile.parent().unwrap_or(Path::new("/"));
-    crate::paths::canonicalize(&dir.join(OsStr::from_bytes(rest.trim_ascii()))).ok()
+    crate::paths::canonicalize(&dir.join(OsStr::from_bytes(git_path_text(rest)))).ok()
 }
 
-/// The common dir a git dir's `commondir` file names, canonical; None without one.
+/// The common dir a git dir's `commondir` file names, canonical; None without one (or
+/// one that cannot be read: git would fail there).
 pub fn commondir_target(git_dir: &Path) -> Option<PathBuf> {
     let text =
         crate::content::read(&git_dir.join("commondir"), crate::content::GIT_FILE_LIMIT).ok()?;
-    crate::paths::canonicalize(&git_dir.join(OsStr::from_bytes(text.trim_ascii()))).ok()
+    crate::paths::canonicalize(&git_dir.join(OsStr::from_bytes(git_path_text(&text)))).ok()
 }
 
 /// What a worktree's admin dir's `gitdir` back-link names (the worktree's `.git` file), not
 /// resolved.
 pub fn worktree_back_link(admin: &Path) -> Option<PathBuf> {
     let text = crate::content::read(&admin.join("gitdir"), crate::content::GIT_FILE_LIMIT).ok()?;
-    Some(admin.join(OsStr::from_bytes(text.trim_ascii())))
+    let end = text
+        .iter()
+        .rposition(|b| !b" \t\n\r".contains(b))
+        .map_or(0, |i| i + 1);
+    Some(admin.join(OsStr::from_bytes(c_string(&text[..end]))))
 }
 
 /// Whether a worktree's admin dir has git's back-link (its `gitdir` file, written by
@@ -542,5 +576,125 @@ mod tests {
             !is_git_dir_on_disk(&r.join("f/.git")),
             "a gitfile is not a dir"
         );
+    }
+
+    /// `git <args>` as a user runs it (PATH's git), None when it fails.
+    fn git_says(args: &[&str], dir: &Path) -> Option<PathBuf> {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env_clear()
+            .env("HOME", "/nonexistent")
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("GIT_CEILING_DIRECTORIES", dir.parent().unwrap())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        out.status
+            .success()
+            .then(|| crate::paths::canonicalize(Path::new(text.trim_end_matches('\n'))).unwrap())
+    }
+
+    #[test]
+    fn pointer_files_are_read_as_git_reads_them() {
+        let t = tempfile::tempdir().unwrap();
+        let r = crate::paths::canonicalize(t.path()).unwrap();
+        // git dirs whose names differ only by blanks: a reading that trims them would take
+        // one for another
+        for name in ["t", "t ", " t", "t\t", "c"] {
+            let ok = std::process::Command::new("git")
+                .args(["init", "-q", "--bare"])
+                .arg(r.join(name))
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok);
+        }
+        let wt = r.join("wt");
+        std::fs::create_dir(&wt).unwrap();
+        let abs = r.join("t");
+        let mut agreed = 0;
+        for path in [
+            "../t",
+            "../t ",
+            "../ t",
+            "../t\t",
+            abs.to_str().unwrap(),
+            " ../t",
+            "",
+        ] {
+            for tail in ["", "\n", "\r\n", " \n", "\n\n\r", "\0junk\n", "\t"] {
+                for prefix in ["gitdir: ", "gitdir:", "gitdir:  ", "GITDIR: "] {
+                    let text = format!("{prefix}{path}{tail}");
+                    std::fs::write(wt.join(".git"), &text).unwrap();
+                    let git = git_says(&["rev-parse", "--absolute-git-dir"], &wt);
+                    let ours = gitfile_target(&wt.join(".git"));
+                    if git.is_some() {
+                        agreed += 1;
+                        assert_eq!(ours, git, "gitfile {text:?}");
+                    } else {
+                        // git takes it for no git dir: ours names none it could take
+                        let made = |o: &PathBuf| {
+                            ["t", "t ", " t", "t\t", "c"]
+                                .iter()
+                                .any(|n| *o == r.join(n))
+                        };
+                        assert!(
+                            ours.as_ref().is_none_or(|o| !made(o)),
+                            "gitfile {text:?}: {ours:?}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(agreed > 20, "{agreed}");
+        // commondir: an admin dir of `c` whose commondir names `c` as git wrote it, or,
+        // with a blank more, a directory `.. ` beside the admin dirs
+        let admin = r.join("c/worktrees/a");
+        std::fs::create_dir_all(&admin).unwrap();
+        std::fs::write(admin.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        let spaced = r.join("c/worktrees/.. ");
+        for d in ["objects", "refs"] {
+            std::fs::create_dir_all(spaced.join(d)).unwrap();
+        }
+        let mut agreed = Vec::new();
+        for text in [
+            "../..",
+            "../..\n",
+            "../..\r\n",
+            "../.. \n",
+            "../.. ",
+            " ../..",
+            "../..\t",
+            "../..\0x\n",
+            "../../\n",
+        ] {
+            std::fs::write(admin.join("commondir"), text).unwrap();
+            let args = [
+                "--git-dir",
+                admin.to_str().unwrap(),
+                "rev-parse",
+                "--path-format=absolute",
+                "--git-common-dir",
+            ];
+            let Some(git) = git_says(&args, &r) else {
+                continue;
+            };
+            assert_eq!(
+                commondir_target(&admin),
+                Some(git.clone()),
+                "commondir {text:?}"
+            );
+            agreed.push(git);
+        }
+        assert!(
+            agreed.contains(&spaced) && agreed.contains(&r.join("c")),
+            "{agreed:?}"
+        );
+        // and the audit's comparison with git's own `../..` reads it the same way
+        assert_eq!(git_path_text(b"../..\r\n\n"), b"../..");
+        assert_eq!(git_path_text(b"../..\0x\n"), b"../..");
+        assert_eq!(git_path_text(b"../.. \n"), b"../.. ");
     }
 }
