@@ -315,12 +315,14 @@ pub fn is_git_dir_on_disk(dir: &Path) -> bool {
     if dir.file_name() == Some(OsStr::new(".git")) {
         return kind(dir).is_none_or(|t| t.is_dir());
     }
-    let is_dir = |p: &Path| kind(p).is_some_and(|t| t.is_dir());
+    let exists = |p: &Path| kind(p).is_some();
     let is_file = |p: &Path| kind(p).is_some_and(|t| t.is_file() || t.is_symlink());
     // What git accepts as a repository, HEAD aside (a gitfile can point git at a directory
     // without one, and git's common-dir lookup needs none): its own object store and refs,
-    // or a `commondir` naming where they are.
-    (is_dir(&dir.join("objects")) && is_dir(&dir.join("refs")))
+    // or a `commondir` naming where they are. git asks only `access(X_OK)` of `objects` and
+    // `refs` (setup.c is_git_directory): links to directories, even executable files, pass.
+    // So any entry of those names counts (a dangling link too: its target may come later).
+    (exists(&dir.join("objects")) && exists(&dir.join("refs")))
         || is_file(&dir.join("commondir"))
         // Not made yet, or not complete: a submodule's git dir is known by where it is.
         || in_modules_of_git_dir(dir)
@@ -696,5 +698,45 @@ mod tests {
         assert_eq!(git_path_text(b"../..\r\n\n"), b"../..");
         assert_eq!(git_path_text(b"../..\0x\n"), b"../..");
         assert_eq!(git_path_text(b"../.. \n"), b"../.. ");
+    }
+
+    #[test]
+    fn every_directory_git_takes_for_a_git_dir_is_one() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        let r = crate::paths::canonicalize(t.path()).unwrap();
+        std::fs::create_dir_all(r.join("real/sub")).unwrap();
+        let kinds = ["dir", "link", "exec", "file", "dangling", "none"];
+        let make = |p: &Path, kind: &str| match kind {
+            "dir" => std::fs::create_dir(p).unwrap(),
+            "link" => std::os::unix::fs::symlink(r.join("real/sub"), p).unwrap(),
+            "dangling" => std::os::unix::fs::symlink(r.join("nowhere"), p).unwrap(),
+            "exec" | "file" => {
+                std::fs::write(p, "").unwrap();
+                let mode = if kind == "exec" { 0o755 } else { 0o644 };
+                std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+            }
+            _ => {}
+        };
+        let mut taken = 0;
+        for objects in kinds {
+            for refs in kinds {
+                let d = r.join(format!("{objects}-{refs}"));
+                std::fs::create_dir(&d).unwrap();
+                std::fs::write(d.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+                make(&d.join("objects"), objects);
+                make(&d.join("refs"), refs);
+                let git = git_says(&["rev-parse", "--absolute-git-dir"], &d);
+                if git.as_deref() == Some(d.as_path()) {
+                    taken += 1;
+                    assert!(
+                        is_git_dir_on_disk(&d),
+                        "git takes {objects}/{refs} for a git dir"
+                    );
+                }
+            }
+        }
+        // directories, links to them and executable files, for both
+        assert!(taken >= 9, "{taken}");
     }
 }
