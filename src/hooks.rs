@@ -279,6 +279,10 @@ struct Include {
 
 impl Include {
     /// The file it names: relative to the directory of the file naming it, as git has it.
+    /// Our own reading of git's path interpolation (`interpolate_path`): `~/` and `~user/`
+    /// as git expands them; git's other form, `%(prefix)/...`, names a file under git's
+    /// install prefix, which no command can write, so reading it as a relative path only
+    /// protects one path more.
     fn target(&self, home: &Path) -> PathBuf {
         let value = expand_home(&self.value, home);
         match self.from.parent() {
