@@ -461,6 +461,12 @@ fn check(cfg: &[u8], safe: bool, gits: &[PathBuf], dir: &Path, regex: &str, tall
                 show()
             );
         }
+        // hooks::may_include: a key git reads as `path` is spelled so in the file
+        let spelled = cfg.windows(4).any(|w| w.eq_ignore_ascii_case(b"path"));
+        let path_key = parse_list(&listed)
+            .iter()
+            .any(|e| e.key.ends_with(b".path"));
+        assert!(spelled || !path_key, "{}", show());
     }
 }
 
