@@ -405,6 +405,76 @@ test("a command's files are judged as the command's however many commands later 
   assert.equal(existsSync(path.join(w.project, "r/config")), false);
 });
 
+/** `pi-sandbox run -- bash -c <command>` in the world's project, as the CLI runs it. */
+function cliRun(w, command, timeout = 120_000) {
+  return spawnSync(process.execPath, [path.join(repo, "bin", "pi-sandbox.js"), "run", "--", "bash", "-c", command], {
+    cwd: w.project,
+    encoding: "utf8",
+    timeout,
+    env: { ...process.env, HOME: w.home, PI_CODING_AGENT_DIR: w.agentDir, TMPDIR: w.tmp },
+  });
+}
+
+test("a git config is judged as git reads it: a quoted ] and a second header on one line do not hide core.fsmonitor", (t) => {
+  const w = makeWorld("audit-gitcfg");
+  t.after(w.cleanup);
+  const marker = path.join(w.root, "outside", "HOST-RAN");
+  const p = (rel) => path.join(w.project, rel);
+  // read up to its first `]`, this line was `remote.*.url`; git reads core.fsmonitor in it
+  const line = `[remote "a]url=x"] [core] fsmonitor = "echo ran >> ${marker}; false"`;
+  const r = cliRun(w, `git init -q sub && printf '%s\\n' '${line}' >> sub/.git/config && git -C sub config --get core.fsmonitor`);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /echo ran/, "git inside reads the key");
+  assert.match(r.stderr, /sub\/\.git\/config was created or changed by the command and moved to .*core\.fsmonitor/);
+  assert.equal(existsSync(p("sub/.git/config")), false);
+  // the user's git there afterwards runs nothing
+  spawnSync("git", ["status"], { cwd: p("sub"), env: { ...process.env, HOME: w.home } });
+  assert.equal(existsSync(marker), false, "fsmonitor ran on the host");
+});
+
+test("a FIFO where git expects a config or a gitfile is moved aside with the reason, and the command returns", (t) => {
+  const w = makeWorld("audit-fifo");
+  t.after(w.cleanup);
+  const p = (rel) => path.join(w.project, rel);
+  const started = Date.now();
+  const r = cliRun(w, "git init -q f && rm f/.git/config && mkfifo f/.git/config && mkdir g && mkfifo g/.git && echo made", 60_000);
+  assert.equal(r.error, undefined, `the run did not return: ${r.error}`);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /made/);
+  // git asked to read the FIFO (the hooks lookup) would have waited out its 5 s limit
+  assert.ok(Date.now() - started < 5_000, `the audit waited on a FIFO (${Date.now() - started} ms)`);
+  assert.match(r.stderr, /f\/\.git\/config was created or changed by the command and moved to .*: it is a FIFO, not a git config/);
+  assert.match(r.stderr, /g\/\.git was created or changed by the command and moved to .*it is a FIFO, not a gitfile/);
+  assert.equal(existsSync(p("f/.git/config")), false);
+  assert.equal(existsSync(p("g/.git")), false);
+});
+
+test("a directory git takes for a repository through links named objects and refs is judged as one", (t) => {
+  const w = makeWorld("audit-gitdir-links");
+  t.after(w.cleanup);
+  const marker = path.join(w.root, "outside", "HOST-RAN");
+  const p = (rel) => path.join(w.project, rel);
+  // git's test for a git dir is access(X_OK) on objects and refs: links pass. With a config
+  // naming a worktree, the user's `git status` in src runs its fsmonitor.
+  const config = `[core]\\n\\tbare = false\\n\\tworktree = ${p("src")}\\n\\tfsmonitor = "echo ran >> ${marker}; false"\\n`;
+  const r = cliRun(
+    w,
+    [
+      "git init -q store && mkdir -p src",
+      "ln -s ../store/.git/objects src/objects && ln -s ../store/.git/refs src/refs",
+      "echo 'ref: refs/heads/main' > src/HEAD",
+      `printf '${config}' > src/config`,
+      "git -C src config --get core.fsmonitor",
+    ].join(" && "),
+  );
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /echo ran/, "git inside takes src for a repository");
+  assert.match(r.stderr, /src\/config was created or changed by the command and moved to .*core\.fsmonitor/);
+  assert.equal(existsSync(p("src/config")), false);
+  spawnSync("git", ["status"], { cwd: p("src"), env: { ...process.env, HOME: w.home } });
+  assert.equal(existsSync(marker), false, "fsmonitor ran on the host");
+});
+
 test("a mount source swapped for a symlink after the plan was made cannot redirect the mount", async (t) => {
   const { w, sandbox } = setup(t);
   spawnSync("git", ["init", "-q", w.project]);

@@ -24,9 +24,10 @@ fn baseline_time() -> Option<SystemTime> {
     Some(UNIX_EPOCH + Duration::new(meta.ctime().max(0) as u64, meta.ctime_nsec() as u32))
 }
 
+use crate::content;
 use crate::guard::Protection;
 use crate::hooks::GitPathKind;
-use crate::platform::mounts::{Found, Scan, LINK_TARGET_MISSING};
+use crate::platform::mounts::{fingerprinted_content, Found, Scan, FP_LINK, LINK_TARGET_MISSING};
 use crate::protected::{Keep, OnChange, Place};
 use crate::quarantine::Quarantine;
 
@@ -54,97 +55,6 @@ impl fmt::Display for Finding {
             None => write!(f, "{}: {}", self.path.display(), self.why),
         }
     }
-}
-
-/// git config keys a fresh repository may carry; any other key can run commands or redirect
-/// git (core.hooksPath, core.fsmonitor, filter drivers, aliases, include.path, ...).
-const SAFE_GIT_KEYS: &[&str] = &[
-    "core.repositoryformatversion",
-    "core.filemode",
-    "core.bare",
-    "core.logallrefupdates",
-    "core.ignorecase",
-    "core.precomposeunicode",
-    "core.symlinks",
-    "core.autocrlf",
-    "core.eol",
-    "core.safecrlf",
-    "core.quotepath",
-    "init.defaultbranch",
-    "user.name",
-    "user.email",
-    "extensions.objectformat",
-    "remote.*.url",
-    "remote.*.tagopt",
-    "remote.*.prune",
-    "submodule.*.url",
-    "submodule.*.active",
-    "submodule.*.branch",
-    "core.worktree",
-    "core.sparsecheckout",
-    "core.sparsecheckoutcone",
-    "index.sparse",
-    "extensions.worktreeconfig",
-    "remote.*.fetch",
-    "remote.*.pushurl",
-    "branch.*.remote",
-    "branch.*.merge",
-    "branch.*.rebase",
-];
-
-/// The entries of a git config text: each key lower-cased as git compares it (subsections
-/// as `*`), with the whole entry (section header and line) to tell changed values apart.
-/// Unparseable lines count as a key of their own, so they are never taken for safe.
-fn git_config_entries(text: &str) -> Vec<(String, String)> {
-    let is_blank = |l: &str| l.is_empty() || l.starts_with('#') || l.starts_with(';');
-    let mut section = String::new();
-    let mut header = String::new();
-    let mut entries = Vec::new();
-    for raw in text.lines() {
-        let mut body = raw.trim();
-        if let Some(rest) = body.strip_prefix('[') {
-            let Some(end) = rest.find(']') else {
-                entries.push((format!("unparseable:{body}"), body.to_string()));
-                continue;
-            };
-            header = rest[..end].to_string();
-            section = match header.split_once(|c: char| c.is_whitespace() || c == '.') {
-                Some((name, _sub)) => format!("{}.*", name.to_ascii_lowercase()),
-                None => header.to_ascii_lowercase(),
-            };
-            // A key may follow the header on the same line: `[core] hooksPath = x`.
-            body = rest[end + 1..].trim();
-        }
-        if is_blank(body) {
-            continue;
-        }
-        let name = body.split('=').next().unwrap_or("").trim();
-        entries.push((
-            format!("{section}.{}", name.to_ascii_lowercase()),
-            format!("[{header}] {body}"),
-        ));
-    }
-    entries
-}
-
-fn is_unsafe_key(key: &str) -> bool {
-    !SAFE_GIT_KEYS.contains(&key)
-}
-
-/// Unsafe keys set in `after` by an entry `before` did not have (a new key, or a new value):
-/// what a command added to a git config that git may legitimately rewrite.
-pub fn added_unsafe_git_keys(before: &str, after: &str) -> Vec<String> {
-    let old: Vec<(String, String)> = git_config_entries(before);
-    git_config_entries(after)
-        .into_iter()
-        .filter(|(k, e)| is_unsafe_key(k) && !old.iter().any(|(_, o)| o == e))
-        .map(|(k, _)| k)
-        .collect()
-}
-
-/// Keys in `text` that a fresh repository should not have.
-pub fn unsafe_git_keys(text: &str) -> Vec<String> {
-    added_unsafe_git_keys("", text)
 }
 
 /// The protected paths seen just before a command, to judge what it created or changed.
@@ -337,11 +247,14 @@ fn quarantine(to: &Quarantine, path: &Path, why: &str, restore: Option<&[u8]>) -
     }
 }
 
-fn restore_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    if let Some(target) = bytes.strip_prefix(b"link:") {
+/// Puts back what a fingerprint (`mounts::fingerprint`) recorded: a link, or a file's content.
+fn restore_file(path: &Path, fingerprint: &[u8]) -> std::io::Result<()> {
+    if let Some(target) = fingerprint.strip_prefix(FP_LINK) {
         use std::os::unix::ffi::OsStrExt;
         return std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(target), path);
     }
+    let bytes = fingerprinted_content(fingerprint)
+        .ok_or_else(|| std::io::Error::other("no content was recorded"))?;
     use std::io::Write as _;
     let mut f = std::fs::OpenOptions::new()
         .write(true)
@@ -350,7 +263,9 @@ fn restore_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     f.write_all(bytes)
 }
 
-/// The live hooks in a hooks directory: anything but git's `*.sample` files.
+/// The live hooks in a hooks directory: anything but git's `*.sample` files. Names only:
+/// nothing is opened but the directory (`O_DIRECTORY`: a FIFO put in its place fails at
+/// once), and any kind of file under a live name is live.
 fn live_hooks(dir: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(dir)
         .into_iter()
@@ -364,12 +279,17 @@ fn live_hooks(dir: &Path) -> Vec<PathBuf> {
 /// Whether the gitfile `path` points at a git dir git made for it, proven by git's own
 /// back-link from that git dir to `path`, never by where the git dir sits: a linked
 /// worktree's admin dir whose `gitdir` file names `path`, or a submodule's git dir whose
-/// `core.worktree` (as git reads it) is the directory holding `path`.
-fn gitfile_is_linked(path: &Path) -> bool {
-    let Some(target) = crate::protected::gitfile_target(path) else {
-        return false;
+/// `core.worktree` (as git reads it) is the directory holding `path`. Err says why not.
+fn gitfile_is_linked(path: &Path) -> Result<(), String> {
+    let text =
+        content::read(path, content::GIT_FILE_LIMIT).map_err(|not| not_a_file(&not, "gitfile"))?;
+    let Some(target) = crate::protected::gitfile_target_in(path, &text) else {
+        return Err("git does not read it as a gitfile (`gitdir: <path>`)".into());
     };
-    crate::protected::worktree_links_back(&target, path) || submodule_links_back(&target, path)
+    if crate::protected::worktree_links_back(&target, path) || submodule_links_back(&target, path) {
+        return Ok(());
+    }
+    Err("it names no git dir that git itself linked to it (a worktree's admin dir whose gitdir file names it, or a submodule's git dir whose core.worktree names its folder)".into())
 }
 
 /// `git submodule` writes `core.worktree` into the submodule's git dir, relative to it.
@@ -386,12 +306,48 @@ fn submodule_links_back(git_dir: &Path, gitfile: &Path) -> bool {
     crate::paths::canonicalize(dir).is_ok_and(|d| d == back)
 }
 
+/// Why what is at a path is no `expected` file: what it is instead. A FIFO, socket or
+/// device would make git (and a reader without `content::read`'s care) wait or fail.
+fn not_a_file(not: &content::NotContent, expected: &str) -> String {
+    use content::NotContent::{Device, Fifo, Socket};
+    let blocks = matches!(not, Fifo | Socket | Device);
+    format!(
+        "it is {not}, not a {expected}{}",
+        if blocks {
+            ": git would wait on it or fail reading it"
+        } else {
+            ""
+        }
+    )
+}
+
+/// Why the git config at `path` is unsafe, as git reads it: entries the command added
+/// (`before`: its fingerprint from before the command) with keys off the safe list, a file
+/// git cannot read, or no regular file at all. None when it is safe.
+fn unsafe_git_config(path: &Path, before: Option<&[u8]>) -> Option<String> {
+    let text = match content::read(path, content::GIT_FILE_LIMIT) {
+        Ok(text) => text,
+        Err(not) => return Some(not_a_file(&not, "git config")),
+    };
+    let old = before.and_then(fingerprinted_content);
+    match crate::git_config::added_unsafe_keys(old, &text, path) {
+        Ok(bad) if bad.is_empty() => None,
+        Ok(bad) => Some(format!(
+            "this git config sets {} (can run commands outside the sandbox); git works without it",
+            bad.join(", ")
+        )),
+        Err(e) => Some(format!(
+            "{e}; only a config git reads, with safe keys, is kept"
+        )),
+    }
+}
+
 /// Judges one new (`before` None) or changed path by its table entry's rule.
 fn judge(to: &Quarantine, found: &Found, before: Option<&[u8]>) -> Option<Finding> {
     let path = &found.path;
-    // Content before the command, to put back: only for files compared by content (not the
-    // marker of a protected link's missing target, which is no content).
-    let restore = before.filter(|b| !b.is_empty() && *b != LINK_TARGET_MISSING);
+    // What was there before the command, to put back: a regular file's content or a link
+    // (not what the fingerprint says of anything else, which is no content).
+    let restore = before.filter(|b| fingerprinted_content(b).is_some() || b.starts_with(FP_LINK));
     let why = match &found.why {
         Protection::EnvFile { also: Some(also) } => also.as_ref(),
         why => why,
@@ -465,48 +421,21 @@ fn judge(to: &Quarantine, found: &Found, before: Option<&[u8]>) -> Option<Findin
         // A directory where a config file belongs holds no keys: git cannot read it.
         OnChange::MoveIfUnsafeGitConfig if is_dir(path) => None,
         OnChange::MoveIfUnsafeGitConfig => {
-            let text = std::fs::read(path)
-                .map(|b| String::from_utf8_lossy(&b).into_owned())
-                .unwrap_or_else(|_| "[unreadable".into());
-            let old = before
-                .map(|b| String::from_utf8_lossy(b).into_owned())
-                .unwrap_or_default();
-            let bad = added_unsafe_git_keys(&old, &text);
-            if bad.is_empty() {
-                return None;
-            }
-            Some(quarantine(
-                to,
-                path,
-                &format!(
-                    "this git config sets {} (can run commands outside the sandbox); git works without it",
-                    bad.join(", ")
-                ),
-                restore,
-            ))
+            unsafe_git_config(path, before).map(|why| quarantine(to, path, &why, restore))
         }
-        OnChange::MoveUnlessGitLinked => {
-            if gitfile_is_linked(path) {
-                return None;
-            }
-            Some(quarantine(
-                to,
-                path,
-                &format!("{what}; it names no git dir that git itself linked to it (a worktree's admin dir or a submodule's git dir)"),
-                restore,
-            ))
-        }
+        OnChange::MoveUnlessGitLinked => match gitfile_is_linked(path) {
+            Ok(()) => None,
+            Err(not) => Some(quarantine(to, path, &format!("{what}; {not}"), restore)),
+        },
+        // Compared as git reads the file (`protected::git_path_text`), so that git cannot
+        // read a path other than the one accepted.
         OnChange::MoveUnlessContent(expected) => {
-            let text = std::fs::read(path).unwrap_or_default();
-            if text.trim_ascii() == expected.as_bytes() {
-                return None;
-            }
-            Some(quarantine(
-                to,
-                path,
-                &format!("{what}; git itself writes {expected:?} here"),
-                restore,
-            ))
+            let why = match content::read(path, content::GIT_FILE_LIMIT) {
+                Ok(t) if crate::protected::git_path_text(&t) == expected.as_bytes() => return None,
+                Ok(_) => format!("{what}; git itself writes {expected:?} here"),
+                Err(not) => format!("{what}; {}", not_a_file(&not, "file git writes")),
+            };
+            Some(quarantine(to, path, &why, restore))
         }
     }
 }
@@ -552,36 +481,6 @@ impl Auditor {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fresh_git_init_config_is_safe_and_command_keys_are_not() {
-        let fresh = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n";
-        assert!(unsafe_git_keys(fresh).is_empty());
-        let remote = "[remote \"origin\"]\n\turl = https://x\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch \"main\"]\n\tremote = origin\n";
-        assert!(
-            unsafe_git_keys(remote).is_empty(),
-            "{:?}",
-            unsafe_git_keys(remote)
-        );
-        assert_eq!(
-            unsafe_git_keys("[core]\n  hooksPath = /x\n"),
-            ["core.hookspath"]
-        );
-        assert_eq!(
-            unsafe_git_keys("[core] fsmonitor = evil\n"),
-            ["core.fsmonitor"]
-        );
-        assert_eq!(unsafe_git_keys("[alias]\n st = !sh -c x\n"), ["alias.st"]);
-        assert_eq!(
-            unsafe_git_keys("[include]\n path = ../x\n"),
-            ["include.path"]
-        );
-        assert_eq!(
-            unsafe_git_keys("[filter \"lfs\"]\n clean = x\n"),
-            ["filter.*.clean"]
-        );
-        assert_eq!(unsafe_git_keys("[core\n"), ["unparseable:[core"]);
-    }
 
     use crate::config::{merge, Env};
     use crate::guard::{ApprovalMode, Guard};
@@ -770,6 +669,138 @@ mod tests {
         }
         found.extend(a.after(&scan(g, root)));
         found
+    }
+
+    fn mkfifo(path: &Path) {
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "{path:?}");
+    }
+
+    fn git_dir(path: &Path) {
+        for d in ["objects", "refs"] {
+            std::fs::create_dir_all(path.join(d)).unwrap();
+        }
+        std::fs::write(path.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    }
+
+    #[test]
+    fn a_config_is_judged_as_git_reads_it() {
+        let (_t, root, g) = setup();
+        let sub = root.join(".git/modules/s");
+        git_dir(&root.join(".git"));
+        git_dir(&sub);
+        std::fs::write(sub.join("config"), "[core]\n\thooksPath = mine\n").unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let mut a = auditor(&g);
+        a.baseline(&scan(&g, &root));
+        // a new repository's config: read to the first `]`, the old parser saw remote.*.url
+        let r1 = root.join("r1/.git");
+        git_dir(&r1);
+        let escape = "[remote \"a]url=x\"] [core] fsmonitor = touch /tmp/pwned\n";
+        std::fs::write(r1.join("config"), escape).unwrap();
+        // a config git cannot read
+        let r2 = root.join("r2/.git");
+        git_dir(&r2);
+        std::fs::write(r2.join("config"), "[core]\n\tbare = \"open\n").unwrap();
+        // the submodule's config rewritten as git would (the user's key, reformatted, and
+        // core.worktree), then with the escape appended
+        let sub_config = "[core]\n  hookspath=mine\n  worktree = ../../../s\n";
+        std::fs::write(sub.join("config"), sub_config).unwrap();
+        let first = audit(&mut a, &g, &root);
+        assert!(
+            first.iter().all(|f| f.path != sub.join("config")),
+            "{first:?}"
+        );
+        std::fs::write(sub.join("config"), format!("{sub_config}{escape}")).unwrap();
+        let found = [first, audit(&mut a, &g, &root)].concat();
+        let why = |p: &Path| {
+            let f = found.iter().find(|f| f.path == p).expect("judged");
+            assert!(f.moved_to.is_some(), "{f:?}");
+            f.why.clone()
+        };
+        assert!(why(&r1.join("config")).contains("core.fsmonitor"));
+        let e = why(&r2.join("config"));
+        assert!(
+            e.contains("git cannot read it") && e.contains(&*r2.to_string_lossy()),
+            "{e}"
+        );
+        assert!(why(&sub.join("config")).contains("core.fsmonitor"));
+        // the user's content put back
+        assert_eq!(
+            std::fs::read_to_string(sub.join("config")).unwrap(),
+            sub_config
+        );
+    }
+
+    #[test]
+    fn a_fifo_where_git_expects_a_file_is_moved_aside_without_blocking() {
+        let (_t, root, g) = setup();
+        let admin = root.join(".git/worktrees/wt");
+        git_dir(&root.join(".git"));
+        std::fs::create_dir_all(&admin).unwrap();
+        std::fs::write(admin.join("config.worktree"), "").unwrap();
+        std::fs::write(admin.join("commondir"), "../..\n").unwrap();
+        std::fs::write(admin.join("gitdir"), "/x/.git\n").unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let mut a = auditor(&g);
+        a.baseline(&scan(&g, &root));
+        let r = root.join("r/.git");
+        git_dir(&r);
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        let fifos = [
+            r.join("config"),
+            root.join("sub/.git"),
+            // replacing a file that was empty: its fingerprint says what it is now
+            admin.join("config.worktree"),
+            admin.join("commondir"),
+        ];
+        for f in &fifos {
+            let _ = std::fs::remove_file(f);
+            mkfifo(f);
+        }
+        let started = std::time::Instant::now();
+        let found = audit(&mut a, &g, &root);
+        assert!(started.elapsed() < Duration::from_secs(20));
+        for f in &fifos {
+            let finding = found
+                .iter()
+                .find(|x| x.path == *f)
+                .unwrap_or_else(|| panic!("{f:?}: {found:?}"));
+            assert!(
+                finding.moved_to.is_some() && !finding.blocking,
+                "{finding:?}"
+            );
+            assert!(finding.why.contains("it is a FIFO"), "{}", finding.why);
+            assert!(std::fs::symlink_metadata(f).is_ok_and(|m| m.is_file()) || !f.exists());
+        }
+        // the file that was there is put back
+        assert_eq!(
+            std::fs::read_to_string(admin.join("commondir")).unwrap(),
+            "../..\n"
+        );
+    }
+
+    #[test]
+    fn a_worktree_commondir_is_compared_as_git_reads_it() {
+        let (_t, root, g) = setup();
+        git_dir(&root.join(".git"));
+        let mut a = auditor(&g);
+        a.baseline(&scan(&g, &root));
+        // git reads `../.. ` as a directory named `.. ` beside the admin dirs; CR/LF and
+        // what follows a NUL it does not read
+        for (name, text, kept) in [
+            ("a", "../.. \n", false),
+            ("b", " ../..", false),
+            ("c", "../..\r\n", true),
+            ("d", "../..\0/elsewhere\n", true),
+        ] {
+            let admin = root.join(".git/worktrees").join(name);
+            std::fs::create_dir_all(&admin).unwrap();
+            std::fs::write(admin.join("commondir"), text).unwrap();
+            let found = audit(&mut a, &g, &root);
+            assert_eq!(found.is_empty(), kept, "{text:?}: {found:?}");
+        }
     }
 
     #[test]

@@ -432,21 +432,33 @@ impl Scan {
 
 /// The fingerprint of a protected link's target that does not exist.
 pub const LINK_TARGET_MISSING: &[u8] = b"missing-link-target";
+/// How a fingerprint records a symlink: this, then its target.
+pub const FP_LINK: &[u8] = b"link:";
+/// How a fingerprint records a regular file: this, then its content.
+const FP_FILE: &[u8] = b"file:";
 
+/// The content a fingerprint records, when it records a regular file's.
+pub fn fingerprinted_content(fingerprint: &[u8]) -> Option<&[u8]> {
+    fingerprint.strip_prefix(FP_FILE)
+}
+
+/// What a path holds, for the audit to compare before and after a command and to put back.
+/// Each kind has its own prefix, so no content can pass for a link or for another kind (a
+/// FIFO replacing an empty file changes the fingerprint). The content is read by
+/// `content::read`: never blocking, bounded; a file over the bound is recorded by inode and
+/// change time, which any write changes.
 fn fingerprint(path: &Path, meta: &std::fs::Metadata) -> Vec<u8> {
+    use crate::content::{self, NotContent};
     if meta.file_type().is_symlink() {
-        let mut v = b"link:".to_vec();
-        v.extend(
-            std::fs::read_link(path)
-                .unwrap_or_default()
-                .as_os_str()
-                .as_encoded_bytes(),
-        );
-        v
-    } else if meta.is_file() {
-        std::fs::read(path).unwrap_or_default()
-    } else {
-        Vec::new()
+        let target = std::fs::read_link(path).unwrap_or_default();
+        return [FP_LINK, target.as_os_str().as_encoded_bytes()].concat();
+    }
+    match content::read(path, content::GIT_FILE_LIMIT) {
+        Ok(bytes) => [FP_FILE, &bytes].concat(),
+        Err(NotContent::TooLarge { size, stamp, .. }) => {
+            format!("large:{size}:{stamp:?}").into_bytes()
+        }
+        Err(not) => format!("kind:{not}").into_bytes(),
     }
 }
 
