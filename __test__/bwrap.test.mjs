@@ -368,6 +368,39 @@ test("an env file is hidden from bash by every name: a link named .env hides wha
   assert.match(plain.stdout, /HOME-SECRET-1[\s\S]*OUTSIDE-SECRET-2[\s\S]*CHAIN-SECRET-3/);
 });
 
+test("a link the user makes mid-session in pi's agent dir or in .pi protects its target from the next command and the file tools", (t) => {
+  const { w, sandbox } = setup(t);
+  const s = sandbox();
+  const go = (command) => {
+    const p = s.prepareBash(command, "off");
+    assert.equal(p.verdict, "sandboxed", p.reason);
+    return runPreparedSync(p, { cwd: w.project, env: { ...process.env, TMPDIR: w.tmp } });
+  };
+  const p = (rel) => path.join(w.project, rel);
+  mkdirSync(p("tools"));
+  writeFileSync(p("tools/a.ts"), "a\n");
+  writeFileSync(p("tools/b.ts"), "b\n");
+  assert.equal(go("echo first").status, 0);
+  assert.equal(s.check("write", p("tools/a.ts")).verdict, "allow");
+  // the user links an extension of theirs into pi's agent dir, and one into the project's .pi
+  mkdirSync(path.join(w.agentDir, "extensions"), { recursive: true });
+  symlinkSync(p("tools/a.ts"), path.join(w.agentDir, "extensions", "a.ts"));
+  mkdirSync(p(".pi/extensions"), { recursive: true });
+  symlinkSync("../../tools/b.ts", p(".pi/extensions/b.ts"));
+  // the file tools know at once, before any command
+  for (const f of ["tools/a.ts", "tools/b.ts"]) assert.equal(s.check("write", p(f)).verdict, "deny", f);
+  const r = go("echo x >> tools/a.ts; echo y >> tools/b.ts; echo end");
+  assert.match(r.stdout, /end/);
+  assert.match(r.stderr, /Read-only file system/);
+  assert.equal(readFileSync(p("tools/a.ts"), "utf8"), "a\n");
+  assert.equal(readFileSync(p("tools/b.ts"), "utf8"), "b\n");
+  for (const f of ["tools/a.ts", "tools/b.ts"]) {
+    const d = s.check("write", p(f));
+    assert.equal(d.verdict, "deny", f);
+    assert.match(d.rule, /target of protected link/);
+  }
+});
+
 test("what the audit moves aside leaves the project's git status clean", (t) => {
   const { w, run } = setup(t);
   const git = (...a) => spawnSync("git", ["-C", w.project, "-c", "user.name=u", "-c", "user.email=u@x", ...a], { encoding: "utf8" });

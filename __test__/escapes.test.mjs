@@ -252,6 +252,37 @@ test("an env file reached through a link named .env is an env file to every tool
   assert.doesNotMatch(res.call_1_0, /LINKED-SECRET-77|CHAINED-SECRET-78/);
 });
 
+test("a link inside .pi makes what it leads to protected: an extension or sandbox.json linked into the worktree cannot be rewritten, and a missing target cannot be created", async (t) => {
+  const w = makeWorld("esc-pilink");
+  t.after(w.cleanup);
+  const p = (rel) => path.join(w.project, rel);
+  mkdirSync(p(".pi/extensions"), { recursive: true });
+  mkdirSync(p("tools"));
+  writeFileSync(p("tools/ext.ts"), "export default function () {}\n");
+  writeFileSync(p("tools/sandbox.json"), "{}\n");
+  symlinkSync("../../tools/ext.ts", p(".pi/extensions/ext.ts"));
+  symlinkSync("../tools/sandbox.json", p(".pi/sandbox.json"));
+  symlinkSync("../../tools/later.ts", p(".pi/extensions/later.ts"));
+  const r = await runPi({
+    world: w,
+    script: [
+      [call("write", { path: "tools/ext.ts", content: "PWNED-1" }), call("edit", { path: "tools/sandbox.json", edits: [{ oldText: "{}", newText: '{"enabled":false}' }] })],
+      [call("write", { path: "tools/later.ts", content: "PWNED-2" })],
+      [call("bash", { command: "echo PWNED-3 >> tools/ext.ts; echo PWNED-4 > tools/sandbox.json; echo PWNED-5 > tools/later.ts; echo done" })],
+    ],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const res = byId(r.results);
+  assert.match(res.call_0_0, /target of protected link/);
+  assert.match(res.call_0_1, /target of protected link/);
+  assert.match(res.call_1_0, /target of protected link/);
+  assert.match(res.call_2_0, /done/);
+  assert.match(res.call_2_0, /later\.ts was created or changed by the command and moved to/);
+  assert.equal(readFileSync(p("tools/ext.ts"), "utf8"), "export default function () {}\n");
+  assert.equal(readFileSync(p("tools/sandbox.json"), "utf8"), "{}\n");
+  assert.equal(existsSync(p("tools/later.ts")), false);
+});
+
 test("pi's own transcripts are not writable from bash: a planted link cannot redirect pi's next append", async (t) => {
   const w = makeWorld("esc-session");
   t.after(w.cleanup);

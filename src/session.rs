@@ -725,7 +725,11 @@ impl Session {
         let linked = decision.op == Op::Write
             && std::fs::symlink_metadata(&decision.path)
                 .is_ok_and(|m| m.is_file() && m.nlink() > 1);
-        if linked || self.second_names.borrow().is_none() {
+        // A write asks the index again (cheap: it follows events, and the folders whose links
+        // it walks are listed again only when changed): a link the user made into a
+        // protected folder since the last command counts at once.
+        let fresh = decision.op == Op::Write && self.index.is_some();
+        if linked || fresh || self.second_names.borrow().is_none() {
             self.remember(&self.scan(guard));
         }
         let decision = self.env_alias_check(guard, decision);
