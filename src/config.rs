@@ -29,7 +29,8 @@ impl fmt::Display for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Source::Defaults => write!(f, "built-in defaults"),
-            Source::File(p) => write!(f, "{}", p.display()),
+            // Shown wherever a rule's source is (dialogs, /sandbox): a path from the disk.
+            Source::File(p) => f.write_str(&crate::shown::path(p)),
             Source::Mandatory => write!(f, "built-in protection (cannot be turned off)"),
             Source::Runtime(how) => write!(f, "{how}"),
         }
@@ -729,7 +730,7 @@ fn project_meaning(env: &Env, base: &Config, text: &str) -> Result<ProjectMeanin
     let mut meaning = text.to_string();
     for w in &widenings {
         meaning.push('\0');
-        meaning.push_str(&w.what);
+        meaning.push_str(&w.meaning);
     }
     Ok(ProjectMeaning {
         wanted,

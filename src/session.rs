@@ -25,6 +25,7 @@ use crate::platform::mounts::{Found, Scan};
 use crate::policy::{self, Adapter, BashDecision, BashRequest, Network};
 use crate::prompts::{self, Prompt};
 use crate::redact::{self, Redactor, Secret};
+use crate::shown;
 use crate::tools::{self, ToolCheck};
 use crate::trust::{ProjectLayer, Trust};
 use crate::violations::{Violation, ViolationLog};
@@ -115,9 +116,18 @@ fn net_rules(config: &Config, granted: &Snapshot, env: &Env) -> Result<gate::Rul
     Ok(gate::Rules {
         filter,
         granted,
-        project_file: env.project_config(),
-        global_file: env.global_config(),
+        files: grant_files(config, env),
     })
+}
+
+/// Where "for this project" and "for all projects" write a grant, and whether the project's
+/// file applies as written (else such a grant holds for this session only).
+fn grant_files(config: &Config, env: &Env) -> prompts::GrantFiles {
+    prompts::GrantFiles {
+        project: env.project_config(),
+        global: env.global_config(),
+        project_applies: config.project.as_ref().is_none_or(|p| p.applies()),
+    }
 }
 
 /// Where a write grant goes.
@@ -1277,7 +1287,11 @@ impl Session {
         let env = &self.options.env;
         let broad =
             decision.op == Op::Write && self.too_broad(prompts::write_grant_dir(&decision.path));
-        prompts::for_decision(decision, &env.project_config(), &env.global_config(), broad)
+        let files = match &self.state {
+            Ok(l) => grant_files(&l.config, env),
+            Err(_) => grant_files(&Config::defaults_for(env), env),
+        };
+        prompts::for_decision(decision, &files, broad)
     }
 
     /// A directory too wide to grant from a prompt: the root, the home directory, or one that
@@ -1301,7 +1315,7 @@ impl Session {
         if decision.verdict != Verdict::Prompt {
             return Err(format!(
                 "{} cannot be allowed from a prompt: {}",
-                decision.path.display(),
+                shown::path(&decision.path),
                 decision.reason
             ));
         }
@@ -1320,7 +1334,7 @@ impl Session {
         if self.too_broad(prompts::write_grant_dir(&decision.path)) {
             return Err(format!(
                 "{} holds your home or this project's parents: too wide to grant from a prompt; add a narrower directory to filesystem.allowWrite yourself",
-                prompts::write_grant_dir(&decision.path).display()
+                shown::path(prompts::write_grant_dir(&decision.path))
             ));
         }
         let dir = prompts::write_grant_dir(&decision.path)
@@ -1345,7 +1359,7 @@ impl Session {
                     "user: write prompt (allow for this project)",
                 )?;
                 if trusted {
-                    format!("in {}", file.display())
+                    format!("in {}", shown::path(&file))
                 } else {
                     // The file's other widening rules are not trusted, so the file does not
                     // apply as a whole: the grant holds for this session meanwhile.
@@ -1353,12 +1367,12 @@ impl Session {
                         dir.clone(),
                         Source::Runtime(format!(
                             "allowed by the user for this project ({} is not trusted)",
-                            file.display()
+                            shown::path(&file)
                         )),
                     ));
                     format!(
-                        "in {} (and for this session, as that file is not trusted: /sandbox trust)",
-                        file.display()
+                        "for this session only: it is added to {}, which applies once you trust it (/sandbox trust)",
+                        shown::path(&file)
                     )
                 }
             }
@@ -1380,7 +1394,10 @@ impl Session {
             }
         };
         self.reload();
-        Ok(format!("Writes in {dir} are allowed {landed}."))
+        Ok(format!(
+            "Writes in {} are allowed {landed}.",
+            shown::name(&dir)
+        ))
     }
 
     /// A list as it stands below the project file: the defaults, or the global file's.
@@ -1483,13 +1500,13 @@ impl Session {
         add_list_entry(&global, at, defaults, entry, &self.config_lock_path())?;
         let project = self.options.env.project_config();
         if !crate::config_edit::sets_list(read_config_text(&project)?.as_deref(), at) {
-            return Ok((format!("in {}", global.display()), true));
+            return Ok((format!("in {}", shown::path(&global)), true));
         }
         let trusted = self.add_to_project_file(at, &[], entry, granted_by)?;
         let landed = format!(
             "in {} and in {}, whose own {}.{} replaces the global list in this project{}",
-            global.display(),
-            project.display(),
+            shown::path(&global),
+            shown::path(&project),
             at.section,
             at.key,
             if trusted {
@@ -1528,12 +1545,12 @@ impl Session {
                     &host,
                     "user: network prompt (allow for this project)",
                 )? {
-                    format!("in {}", file.display())
+                    format!("in {}", shown::path(&file))
                 } else {
                     self.gate.allow_for_session(&parsed);
                     format!(
-                        "in {} (and for this session, as that file is not trusted: /sandbox trust)",
-                        file.display()
+                        "for this session only: it is added to {}, which applies once you trust it (/sandbox trust)",
+                        shown::path(&file)
                     )
                 }
             }
@@ -1652,7 +1669,7 @@ impl Session {
         if self.project_layer().map(|p| p.sha256.as_str()) != Some(sha256) {
             return Err(format!(
                 "{} changed since you were asked; it will be shown again",
-                file.display()
+                shown::path(&file)
             ));
         }
         self.store()?
@@ -1720,18 +1737,18 @@ impl Session {
         );
         let dropped = self.dropped_env();
         if let Some(p) = self.project_layer() {
-            let _ = writeln!(out, "\nProject config {}: {}", p.file.display(), match (p.widenings.is_empty(), p.trust) {
+            let _ = writeln!(out, "\nProject config {}: {}", shown::path(&p.file), match (p.widenings.is_empty(), p.trust) {
                 (true, _) => "only tightens, applied in full",
                 (false, Trust::Trusted) => "trusted by you, applied in full",
                 (false, Trust::Declined) => "you declined to trust it: only its tightening rules apply (/sandbox trust to answer again)",
                 (false, Trust::Pending) => "NOT TRUSTED YET: only its tightening rules apply (/sandbox trust to review it)",
             });
-            for w in &p.widenings {
+            for w in p.by_weight() {
                 let _ = writeln!(out, "  would {} ({})", w.what, w.key);
             }
         }
         let store = match &self.store {
-            Ok(s) => s.path().display().to_string(),
+            Ok(s) => shown::path(s.path()),
             Err(e) => format!("unusable: {e}"),
         };
         let _ = writeln!(
@@ -1740,29 +1757,33 @@ impl Session {
             self.granted.entries.len()
         );
         if let Some(notice) = &self.granted.notice {
-            let _ = writeln!(out, "  {notice}");
+            let _ = writeln!(out, "  {}", shown::lines(notice));
         }
         for e in &self.granted.entries {
             let what = match &e.grant {
-                Grant::Command { command } => format!("run unsandboxed: {command:?}"),
+                Grant::Command { command } => {
+                    format!("run unsandboxed: \"{}\"", shown::text(command))
+                }
                 Grant::CommandPrefix { argv } => {
                     format!(
-                        "run unsandboxed: commands starting with {:?}",
-                        argv.join(" ")
+                        "run unsandboxed: commands starting with \"{}\"",
+                        shown::text(&argv.join(" "))
                     )
                 }
-                Grant::EnvRead { path } => format!("read {}", path.display()),
-                Grant::NetworkHost { host } => format!("connect to {host} (any port)"),
+                Grant::EnvRead { path } => format!("read {}", shown::path(path)),
+                Grant::NetworkHost { host } => {
+                    format!("connect to {} (any port)", shown::name(host))
+                }
                 Grant::ProjectTrust { file, trusted, .. } => format!(
                     "{} {}",
                     if *trusted { "trust" } else { "do not trust" },
-                    file.display()
+                    shown::path(file)
                 ),
             };
             let _ = writeln!(out, "  {what} — {}", granted_how(e));
         }
         for (dir, how) in &self.session_writes {
-            let _ = writeln!(out, "  write in {dir} — {how}");
+            let _ = writeln!(out, "  write in {} — {how}", shown::name(dir));
         }
         if let Ok(l) = &self.state {
             let _ = writeln!(
@@ -1777,9 +1798,9 @@ impl Session {
                 let _ = writeln!(
                     out,
                     "  {} — {} in {}",
-                    h.path.display(),
-                    h.why,
-                    h.git_dir.display()
+                    shown::path(&h.path),
+                    shown::text(&h.why),
+                    shown::path(&h.git_dir)
                 );
             }
             let _ = writeln!(
@@ -1792,7 +1813,7 @@ impl Session {
                 let _ = writeln!(out, "  none");
             }
             for d in &dropped {
-                let _ = writeln!(out, "  {} — {}", d.name, d.why);
+                let _ = writeln!(out, "  {} — {}", shown::name(&d.name), d.why);
             }
             let redactor = self.redactor();
             let _ = writeln!(
@@ -1804,7 +1825,7 @@ impl Session {
                 let _ = writeln!(out, "  none");
             }
             for name in redactor.names() {
-                let _ = writeln!(out, "  {name}");
+                let _ = writeln!(out, "  {}", shown::name(name));
             }
         }
         out
@@ -1861,7 +1882,10 @@ fn show_list(v: &[String]) -> String {
     if v.is_empty() {
         "none".into()
     } else {
-        v.join(", ")
+        v.iter()
+            .map(|e| shown::name(e))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
