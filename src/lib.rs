@@ -4,6 +4,7 @@
 pub mod approvals;
 pub mod audit;
 pub mod commands;
+pub mod committed_env;
 pub mod config;
 pub mod config_edit;
 pub mod credentials;
@@ -428,6 +429,12 @@ fn finished(ended: Ended, ticket: Option<(Arc<Commands>, Ticket)>) -> Vec<String
 }
 
 fn notes_of(ended: Ended, ticket: Option<(Arc<Commands>, Ticket)>) -> Vec<String> {
+    // Said once per session, where bash hides env files; git is asked without the lock.
+    let committed_env = ticket.as_ref().and_then(|(commands, _)| {
+        let session = commands.session();
+        let hides = session.guard().is_some_and(|g| g.hides_env_files());
+        hides.then(|| session.committed_env())
+    });
     let Ended { supervisor, net } = ended;
     let refused = supervisor.map(|s| s.finish()).unwrap_or_default();
     let blocked_hosts = net.map(|n| n.finish()).unwrap_or_default();
@@ -448,6 +455,7 @@ fn notes_of(ended: Ended, ticket: Option<(Arc<Commands>, Ticket)>) -> Vec<String
         .collect();
     out.extend(blocked_hosts);
     out.extend(audit(ticket));
+    out.extend(committed_env.and_then(|c| c.first_note()));
     out
 }
 

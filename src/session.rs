@@ -275,6 +275,8 @@ pub struct Session {
     once: std::cell::RefCell<Vec<(Op, PathBuf)>>,
     /// The network proxy's decisions for filtered commands (rules replaced at each load).
     gate: Arc<Gate>,
+    /// The env files the repository tracks, asked of git once (for a note and `/sandbox`).
+    committed_env: Arc<crate::committed_env::CommittedEnv>,
 }
 
 struct Loaded {
@@ -321,7 +323,12 @@ impl Session {
         let log = ViolationLog::in_agent_dir(&options.env.agent_dir);
         let store = Store::in_agent_dir(&options.env.agent_dir).map_err(|e| e.to_string());
         let gate = Arc::new(Gate::new(log.clone(), crate::net::proxy::system_resolver()));
+        let committed_env = Arc::new(crate::committed_env::CommittedEnv::new(
+            &options.env.cwd,
+            &options.env.home,
+        ));
         let mut s = Session {
+            committed_env,
             gate,
             store,
             granted: Snapshot::empty(),
@@ -1725,6 +1732,12 @@ impl Session {
         next
     }
 
+    /// The env files the repository tracks (for the session's first note), shared so that
+    /// git is asked without the session's lock.
+    pub(crate) fn committed_env(&self) -> Arc<crate::committed_env::CommittedEnv> {
+        self.committed_env.clone()
+    }
+
     /// The effective configuration, each value with the file it came from.
     pub fn describe(&self, network: Option<Network>) -> String {
         let state = self.state.as_ref().map(|l| (&l.config, &l.guard));
@@ -1747,6 +1760,7 @@ impl Session {
                 let _ = writeln!(out, "  would {} ({})", w.what, w.key);
             }
         }
+        out.push_str(&self.committed_env.report());
         let store = match &self.store {
             Ok(s) => shown::path(s.path()),
             Err(e) => format!("unusable: {e}"),
