@@ -103,7 +103,12 @@ fn net_rules(config: &Config, granted: &Snapshot, env: &Env) -> Result<gate::Rul
     )
     .map_err(|e| LoadError {
         code: "E_CONFIG_SCHEMA",
-        message: format!("{}[{}]: {}", e.key, e.index, e.error),
+        message: format!(
+            "{}[{}]: {}",
+            e.key,
+            e.index,
+            shown::text(&e.error.to_string())
+        ),
         file: None,
     })?;
     let granted = granted
@@ -530,7 +535,12 @@ impl Session {
             EnvPolicy::new(&config.env_allow.value, &config.env_deny.value, read_by_pi).map_err(
                 |e| LoadError {
                     code: "E_CONFIG_SCHEMA",
-                    message: format!("{}: '{}': {}", e.key, e.entry, e.message),
+                    message: format!(
+                        "{}: '{}': {}",
+                        e.key,
+                        shown::name(&e.entry),
+                        shown::text(&e.message)
+                    ),
                     file: None,
                 },
             )?;
