@@ -74,7 +74,8 @@ export function showStatus(ctx: ExtensionContext, s: Sandbox | undefined, bash: 
 		const untrusted = project && project.trust !== "trusted" ? " · project rules not trusted" : "";
 		text = `sandbox: ${s.mode} · ${shell}${index}${untrusted}`;
 	}
-	ctx.ui.setStatus("sandbox", text);
+	// The network mode is the --sandbox-network flag's value as given.
+	ctx.ui.setStatus("sandbox", show.text(text));
 }
 
 export function sandboxReport(disabledByFlag: boolean, addonError: string | undefined, s: Sandbox | undefined, network?: NetworkMode): string {

@@ -85,25 +85,47 @@ fn joined(units: Vec<String>, max: Option<usize>) -> String {
     }
 }
 
+/// `s` needs nothing done: no hidden character (but a kept newline), and short enough.
+/// The common case, and every message passes here: it is answered without a copy per
+/// character.
+fn plain(s: &str, keep_newlines: bool, max: Option<usize>) -> bool {
+    let fits = max.is_none_or(|m| s.len() <= m || s.chars().count() <= m);
+    fits && s
+        .chars()
+        .all(|c| !is_hidden(c) || (keep_newlines && c == '\n'))
+}
+
 /// Text from outside (a command, a rule, a value) as one line: every hidden character,
 /// newlines and tabs included, escaped; nothing shortened.
 pub(crate) fn text(s: &str) -> String {
+    if plain(s, false, None) {
+        return s.to_string();
+    }
     joined(units(s.as_bytes(), false), None)
 }
 
 /// A whole message whose own line breaks are meant: as `text`, but `\n` stays.
 pub(crate) fn lines(s: &str) -> String {
+    if plain(s, true, None) {
+        return s.to_string();
+    }
     joined(units(s.as_bytes(), true), None)
 }
 
 /// A name (a file, a host, a config entry) as one line, shortened in the middle when long.
 pub(crate) fn name(s: &str) -> String {
+    if plain(s, false, Some(MAX_NAME)) {
+        return s.to_string();
+    }
     joined(units(s.as_bytes(), false), Some(MAX_NAME))
 }
 
 /// A path as `name` shows it, from its bytes: what is not UTF-8 is shown byte by byte.
 pub(crate) fn path(p: &Path) -> String {
     use std::os::unix::ffi::OsStrExt;
+    if let Some(s) = p.to_str().filter(|s| plain(s, false, Some(MAX_NAME))) {
+        return s.to_string();
+    }
     joined(units(p.as_os_str().as_bytes(), false), Some(MAX_NAME))
 }
 
