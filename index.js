@@ -843,3 +843,5 @@ module.exports.guardedTools = nativeBinding.guardedTools
 module.exports.parseMode = nativeBinding.parseMode
 module.exports.probeCapability = nativeBinding.probeCapability
 module.exports.sandboxCapability = nativeBinding.sandboxCapability
+module.exports.shownLines = nativeBinding.shownLines
+module.exports.shownText = nativeBinding.shownText

@@ -147,7 +147,12 @@ impl fmt::Display for GuardError {
                 entry,
                 source,
                 message,
-            } => write!(f, "{source}: key `{key}`: entry {entry:?}: {message}"),
+            } => write!(
+                f,
+                "{source}: key `{key}`: entry {}: {}",
+                crate::shown::quoted(entry),
+                crate::shown::text(message)
+            ),
         }
     }
 }
@@ -260,9 +265,9 @@ impl Guard {
             let source = config.deny_read.source.to_string();
             let label = match config.deny_read_reasons.get(raw.as_str()) {
                 Some(why) if config.deny_read.source == Source::Defaults => {
-                    format!("denyRead entry '{raw}' ({why})")
+                    format!("denyRead entry '{}' ({why})", crate::shown::name(raw))
                 }
-                _ => format!("denyRead entry '{raw}'"),
+                _ => format!("denyRead entry '{}'", crate::shown::name(raw)),
             };
             deny_read.literal(
                 &path,
@@ -285,7 +290,7 @@ impl Guard {
         let mut deny_write_globs = Vec::new();
         for raw in &config.deny_write.value {
             let rule = Rule {
-                label: format!("denyWrite pattern '{raw}'"),
+                label: format!("denyWrite pattern '{}'", crate::shown::name(raw)),
                 source: config.deny_write.source.to_string(),
             };
             let bad = |e: globset::Error| {
@@ -441,7 +446,7 @@ impl Guard {
                     reason: format!(
                         "Blocked {} of {}: {e}. The sandbox cannot tell which file this is, so it refuses.",
                         op.as_str(),
-                        path.display()
+                        crate::shown::path(path)
                     ),
                 };
                 return (d, steps.0.unwrap_or_default());
@@ -478,11 +483,11 @@ impl Guard {
             reason: format!(
                 "Blocked {} of {}: the path leads through {}, which {} from {} hides (a link inside it points here). Use the path {} directly.",
                 d.op.as_str(),
-                d.path.display(),
-                dir.display(),
+                crate::shown::path(&d.path),
+                crate::shown::path(dir),
                 rule.label,
                 rule.source,
-                d.path.display()
+                crate::shown::path(&d.path)
             ),
             ..d
         }
@@ -498,7 +503,8 @@ impl Guard {
         steps: &mut Trace,
         known: KnownGitDirs,
     ) -> Decision {
-        let shown = path.display();
+        // The path is the model's or the disk's: shown escaped in every reason.
+        let shown = crate::shown::path(path);
         let make = |verdict, rule: String, source: String, reason: String| Decision {
             verdict,
             op,
@@ -562,7 +568,8 @@ impl Guard {
         steps: &mut Trace,
         make: impl Fn(Verdict, String, String, String) -> Decision,
     ) -> Decision {
-        let shown = path.display();
+        // The path is the model's or the disk's: shown escaped in every reason.
+        let shown = crate::shown::path(path);
         let process = is_process_file(path);
         steps.push(|| Step {
             rule: "a process's files (/proc/<pid>)".into(),
@@ -659,7 +666,8 @@ impl Guard {
         known: KnownGitDirs,
         make: impl Fn(Verdict, String, String, String) -> Decision,
     ) -> Decision {
-        let shown = path.display();
+        // The path is the model's or the disk's: shown escaped in every reason.
+        let shown = crate::shown::path(path);
         // Both questions below ask about the same ancestors: answer each once, from `known`
         // where it can.
         let mut git_dirs = protected::GitDirCache::default();
@@ -802,11 +810,12 @@ impl Guard {
         if let Some(dir) = allow {
             return make(
                 Verdict::Allow,
-                format!("allowWrite entry '{}'", dir.raw),
+                format!("allowWrite entry '{}'", crate::shown::name(&dir.raw)),
                 dir.source.clone(),
                 format!(
                     "Write to {shown} is allowed by allowWrite entry '{}' from {}.",
-                    dir.raw, dir.source
+                    crate::shown::name(&dir.raw),
+                    dir.source
                 ),
             );
         }
@@ -968,7 +977,7 @@ impl Guard {
                 source: Source::Mandatory.to_string(),
                 reason: format!(
                     "Blocked {tool} in {}: it would look inside /proc, where every process's environment and memory can be read. Search a narrower path.",
-                    root.display()
+                    crate::shown::path(&root)
                 ),
             };
         }
@@ -981,13 +990,13 @@ impl Guard {
                 verdict: Verdict::Deny,
                 op: Op::Read,
                 path: root.clone(),
-                rule: format!("denyRead entry '{}'", r.raw),
+                rule: format!("denyRead entry '{}'", crate::shown::name(&r.raw)),
                 source: r.source.clone(),
                 reason: format!(
                     "Blocked {tool} in {}: it would look inside {}, which denyRead entry '{}' from {} protects. Search a narrower path that does not contain it.",
-                    root.display(),
-                    r.path.display(),
-                    r.raw,
+                    crate::shown::path(&root),
+                    crate::shown::path(&r.path),
+                    crate::shown::name(&r.raw),
                     r.source
                 ),
             };

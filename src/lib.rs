@@ -4,6 +4,7 @@
 pub mod approvals;
 pub mod audit;
 pub mod commands;
+pub mod committed_env;
 pub mod config;
 pub mod config_edit;
 pub(crate) mod content;
@@ -27,6 +28,7 @@ pub mod redact;
 pub mod report;
 pub mod rules;
 pub mod session;
+pub mod shown;
 pub mod tools;
 pub mod trust;
 pub mod violations;
@@ -420,8 +422,22 @@ struct Ended {
 /// After a command: what the socket supervisor refused (it waits a moment for the command's
 /// last process to go), the hosts its proxy blocked (the proxy stops), and what the audit
 /// found, one sentence each; the socket refusals go to the violation log (the proxy and the
-/// audit log their own).
+/// audit log their own). A note is one line naming what the command made or reached: all
+/// of it is escaped (`shown::text`), so a name's newline cannot start a line of its own.
 fn finished(ended: Ended, ticket: Option<(Arc<Commands>, Ticket)>) -> Vec<String> {
+    notes_of(ended, ticket)
+        .iter()
+        .map(|n| shown::text(n))
+        .collect()
+}
+
+fn notes_of(ended: Ended, ticket: Option<(Arc<Commands>, Ticket)>) -> Vec<String> {
+    // Said once per session, where bash hides env files; git is asked without the lock.
+    let committed_env = ticket.as_ref().and_then(|(commands, _)| {
+        let session = commands.session();
+        let hides = session.guard().is_some_and(|g| g.hides_env_files());
+        hides.then(|| session.committed_env())
+    });
     let Ended { supervisor, net } = ended;
     let refused = supervisor.map(|s| s.finish()).unwrap_or_default();
     let blocked_hosts = net.map(|n| n.finish()).unwrap_or_default();
@@ -442,6 +458,7 @@ fn finished(ended: Ended, ticket: Option<(Arc<Commands>, Ticket)>) -> Vec<String
         .collect();
     out.extend(blocked_hosts);
     out.extend(audit(ticket));
+    out.extend(committed_env.and_then(|c| c.first_note()));
     out
 }
 
@@ -1323,7 +1340,10 @@ impl Sandbox {
                 }
                 Some(match session.grant_domain(&host, scope) {
                     Ok(s) => s,
-                    Err(e) => format!("{e}; {host} is allowed for this command only"),
+                    Err(e) => format!(
+                        "{e}; {} is allowed for this command only",
+                        shown::name(&host)
+                    ),
                 })
             }
             _ => None,
@@ -1336,7 +1356,8 @@ impl Sandbox {
     /// read-only or busy that the sandbox keeps so, with the rule and how to change it.
     #[napi(catch_unwind)]
     pub fn explain_write_failures(&self, output: String) -> Vec<String> {
-        self.commands.session().explain_write_failures(&output)
+        let notes = self.commands.session().explain_write_failures(&output);
+        notes.iter().map(|n| shown::text(n)).collect()
     }
 
     /// `path` (a `PATH` value) without the entries pi itself must not run programs from:
@@ -1443,7 +1464,7 @@ impl Sandbox {
                 sha256: p.sha256.clone(),
                 trust: p.trust.as_str().into(),
                 widenings: p
-                    .widenings
+                    .by_weight()
                     .iter()
                     .map(|w| format!("{}: {}", w.key, w.what))
                     .collect(),
@@ -1580,4 +1601,17 @@ fn capability(c: crate::platform::detect::Capability) -> JsCapability {
 #[napi(catch_unwind)]
 pub fn guarded_tools() -> Vec<String> {
     tools::GUARDED_TOOLS.iter().map(|s| s.to_string()).collect()
+}
+
+/// Text from the disk, a config or the model as one line for the user's eyes: controls,
+/// line separators, bidi, tag and invisible characters shown as escapes (`shown::text`).
+#[napi(catch_unwind)]
+pub fn shown_text(text: String) -> String {
+    shown::text(&text)
+}
+
+/// A whole message for the user's eyes: as `shownText`, but its own line breaks stay.
+#[napi(catch_unwind)]
+pub fn shown_lines(text: String) -> String {
+    shown::lines(&text)
 }
