@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { runPrepared, runPreparedSync } from "./helpers/launch.mjs";
@@ -399,6 +399,72 @@ test("a link the user makes mid-session in pi's agent dir or in .pi protects its
     assert.equal(d.verdict, "deny", f);
     assert.match(d.rule, /target of protected link/);
   }
+});
+
+test("links on the way of a protected link, and links inside a folder one leads to, are protected too", (t) => {
+  const { w, sandbox } = setup(t);
+  const p = (rel) => path.join(w.project, rel);
+  const sh = (cmd) => spawnSync("bash", ["-c", cmd], { cwd: w.project, encoding: "utf8", env: { ...process.env, HOME: w.home, GIT_CONFIG_NOSYSTEM: "1" } });
+  // a hook reached through a second link, an extension through a linked folder, and an
+  // extension package whose file is a link again
+  sh("git init -q . && mkdir -p scripts src packages/ext .pi/extensions && printf '#!/bin/sh\\necho user-hook\\n' > scripts/pre-commit && chmod +x scripts/pre-commit && ln -s scripts/pre-commit hook && ln -s ../../hook .git/hooks/pre-commit && echo 'export default function(){}' > src/ext.ts && ln -s src cur && ln -s ../../cur/ext.ts .pi/extensions/x.ts && echo 'export const real = 1' > src/real.ts && ln -s ../../src/real.ts packages/ext/index.ts && ln -s ../../packages/ext .pi/extensions/pkg");
+  const marker = path.join(w.root, "outside", "HOST-RAN");
+  const s = sandbox();
+  assert.equal(s.check("write", p("src/real.ts")).verdict, "deny");
+  const p1 = s.prepareBash(`rm hook && printf '#!/bin/sh\\ntouch ${marker}\\n' > evil && chmod +x evil && ln -s evil hook; rm cur && mkdir cur && echo PWNED > cur/ext.ts; echo PWNED > src/real.ts; echo done`, "off");
+  const r = runPreparedSync(p1, { cwd: w.project, env: { ...process.env, TMPDIR: w.tmp } });
+  assert.match(r.stdout, /done/);
+  const judged = r.findings.join("\n");
+  assert.match(judged, /\/hook was created or changed by the command and moved to .*leads through it/);
+  assert.match(judged, /\/cur was created or changed by the command and moved to .*leads through it/);
+  // put back as they were: the hook and the extension are the user's again
+  assert.equal(readlinkSync(p("hook")), "scripts/pre-commit");
+  assert.equal(readlinkSync(p("cur")), "src");
+  assert.equal(readFileSync(p(".pi/extensions/x.ts"), "utf8"), "export default function(){}\n");
+  assert.equal(readFileSync(p("src/real.ts"), "utf8"), "export const real = 1\n");
+  sh("git -c user.name=u -c user.email=u@x commit -q --allow-empty -m x");
+  assert.equal(existsSync(marker), false, "the planted hook ran on the host");
+});
+
+test("what a session's commands wrote is not the user's in the next session either", (t) => {
+  const { w, sandbox } = setup(t);
+  const go = (s, command) => {
+    const p = s.prepareBash(command, "off");
+    assert.equal(p.verdict, "sandboxed", p.reason);
+    return runPreparedSync(p, { cwd: w.project, env: { ...process.env, TMPDIR: w.tmp } });
+  };
+  const marker = path.join(w.root, "outside", "HOST-RAN");
+  // session 1 writes what a repository runs, in folders that are no repository yet
+  const first = go(sandbox(), `mkdir -p stash/hooks sub && printf '#!/bin/sh\\ntouch ${marker}\\n' > stash/hooks/post-checkout && printf '[core]\\n\\tfsmonitor = "touch ${marker}; false"\\n\\tworktree = ../sub\\n' > stash/config`);
+  assert.deepEqual(first.findings, []);
+  // a new pi session arms it
+  const second = go(sandbox(), "sleep 0.05; mkdir stash/objects stash/refs && echo 'ref: refs/heads/main' > stash/HEAD && echo 'gitdir: ../stash' > sub/.git");
+  const judged = second.findings.join("\n");
+  assert.match(judged, /stash\/config was created or changed by the command and moved to/);
+  assert.match(judged, /stash\/hooks was created or changed by the command and moved to/);
+  spawnSync("git", ["status"], { cwd: path.join(w.project, "sub"), env: { ...process.env, HOME: w.home, GIT_CONFIG_NOSYSTEM: "1" } });
+  assert.equal(existsSync(marker), false, "fsmonitor ran on the host");
+});
+
+test("an env file's other names are env files too: a hard link to .env, and grep below what a link named .env leads to", (t) => {
+  const { w, sandbox } = setup(t);
+  const p = (rel) => path.join(w.project, rel);
+  mkdirSync(p("config"));
+  writeFileSync(p("config/app.cfg"), "API_KEY=HARD-SECRET-1\n");
+  linkSync(p("config/app.cfg"), p(".env"));
+  mkdirSync(path.join(w.root, "outside", "cfg"));
+  writeFileSync(path.join(w.root, "outside", "cfg", "prod.cfg"), "API_KEY=LINKED-SECRET-2\n");
+  symlinkSync(path.join(w.root, "outside", "cfg", "prod.cfg"), p(".env.production"));
+  const s = sandbox();
+  const p1 = s.prepareBash(`cat config/app.cfg ${w.root}/outside/cfg/prod.cfg; echo end`, "off");
+  const r = runPreparedSync(p1, { cwd: w.project, env: { ...process.env, TMPDIR: w.tmp } });
+  assert.match(r.stdout, /end/);
+  assert.doesNotMatch(r.stdout, /SECRET-[0-9]/);
+  // the file tools ask about them under those names, and grep may not read them in passing
+  assert.equal(s.check("read", p("config/app.cfg")).verdict, "prompt");
+  const grep = s.checkTool("grep", { pattern: "API_KEY", path: path.join(w.root, "outside") }).decision;
+  assert.equal(grep.verdict, "deny");
+  assert.match(grep.reason, /env file under another name/);
 });
 
 test("what the audit moves aside leaves the project's git status clean", (t) => {

@@ -24,6 +24,39 @@ fn baseline_time() -> Option<SystemTime> {
     Some(UNIX_EPOCH + Duration::new(meta.ctime().max(0) as u64, meta.ctime_nsec() as u32))
 }
 
+/// When the sandbox first ran a session with this agent dir, on the file system's clock: the
+/// user's files are what predates it. Recorded once in `<agent dir>/sandbox-first-session`,
+/// so that what one session's commands wrote is not the user's in the next session either
+/// (a stage planted in one session and armed in the next). None when it cannot be read or
+/// recorded: then nothing counts as the user's (fail closed).
+pub fn first_session_time(agent_dir: &Path) -> Option<SystemTime> {
+    let file = agent_dir.join("sandbox-first-session");
+    let parse = |text: &str| -> Option<SystemTime> {
+        let (secs, nanos) = text.trim().split_once('.')?;
+        Some(UNIX_EPOCH + Duration::new(secs.parse().ok()?, nanos.parse().ok()?))
+    };
+    match std::fs::read_to_string(&file) {
+        Ok(text) => return parse(&text),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return None,
+        Err(_) => {}
+    }
+    let now = baseline_time()?;
+    let since = now.duration_since(UNIX_EPOCH).ok()?;
+    let text = format!("{}.{:09}\n", since.as_secs(), since.subsec_nanos());
+    std::fs::create_dir_all(agent_dir).ok()?;
+    // Written whole beside it, then linked into place: a session starting at the same
+    // moment keeps the first record.
+    let tmp = tempfile::NamedTempFile::new_in(agent_dir).ok()?;
+    std::fs::write(tmp.path(), &text).ok()?;
+    match std::fs::hard_link(tmp.path(), &file) {
+        Ok(()) => Some(now),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            parse(&std::fs::read_to_string(&file).ok()?)
+        }
+        Err(_) => None,
+    }
+}
+
 use crate::content;
 use crate::guard::Protection;
 use crate::hooks::GitPathKind;
@@ -62,34 +95,43 @@ impl fmt::Display for Finding {
 pub struct Auditor {
     /// Where what is moved aside goes.
     quarantine: Quarantine,
+    /// The links on protected links' ways at the baseline (`Protection::WayLink`): one a
+    /// command replaces with a folder drops out of the scan, and is judged all the same.
+    ways: Vec<Found>,
     /// Path → whether its entry was compared by content (`by_content`), and its fingerprint
     /// (content or link target, for entries compared by content).
     known: HashMap<PathBuf, (bool, Vec<u8>)>,
     /// What could not be neutralised: bash is blocked while any of it is still unsafe.
     blocked: Vec<Found>,
-    /// When the session started, on the file system's clock (`baseline_time`): an inode
-    /// whose change time is older is the user's. Never moved on: what an earlier command
-    /// (or the write tool) of the session wrote is no more the user's than what this
+    /// When the sandbox's first session started (`first_session_time`): an inode whose
+    /// change time is older is the user's. Never moved on: what an earlier command (or the
+    /// write tool) of this or an earlier session wrote is no more the user's than what this
     /// command writes.
     since: Option<SystemTime>,
 }
 
 impl Auditor {
-    /// An auditor for a session starting now.
-    pub fn new(quarantine: Quarantine) -> Auditor {
+    /// An auditor that takes what changed before `since` for the user's (see
+    /// `first_session_time`; None: nothing is).
+    pub fn new(quarantine: Quarantine, since: Option<SystemTime>) -> Auditor {
         Auditor {
             quarantine,
+            ways: Vec::new(),
             known: HashMap::new(),
             blocked: Vec::new(),
-            since: baseline_time(),
+            since,
         }
     }
 
     /// Records what exists just before a command: only what appears or changes after it is
     /// suspect.
     pub fn baseline(&mut self, scan: &Scan) {
+        self.ways.clear();
         for f in compared(scan) {
             self.known.insert(f.path.clone(), known(f));
+            if matches!(f.why, Protection::WayLink { .. }) {
+                self.ways.push(f.clone());
+            }
         }
     }
 
@@ -135,7 +177,16 @@ impl Auditor {
 
     fn after_only(&mut self, now: &Scan, judged: impl Fn(&Found) -> bool) -> Vec<Finding> {
         let mut findings = Vec::new();
-        for found in compared(now).filter(|f| judged(f)) {
+        // A link on a protected link's way that is no link any more is not on its way now:
+        // judged from what the baseline saw there.
+        let gone: Vec<Found> = (self.ways.iter())
+            .filter(|w| judged(w) && !now.all().any(|f| f.path == w.path))
+            .map(|w| Found {
+                fingerprint: Vec::new(),
+                ..w.clone()
+            })
+            .collect();
+        for found in compared(now).chain(&gone).filter(|f| judged(f)) {
             let seen = self.known.get(&found.path);
             let before = seen.map(|(_, fp)| fp);
             if before.is_some_and(|fp| *fp == found.fingerprint) {
@@ -390,6 +441,37 @@ fn judge(to: &Quarantine, found: &Found, before: Option<&[u8]>) -> Option<Findin
         }
         // Kept read-only while they are second names; judged through the protected name.
         // Hidden, not protected from the command: one it wrote itself is its own.
+        // Replaced or removed: the protected link leads elsewhere now. What was there goes
+        // back (it was a link, fingerprinted as one).
+        Protection::WayLink { .. } if std::fs::symlink_metadata(path).is_err() => {
+            return restore.map(|bytes| match restore_file(path, bytes) {
+                Ok(()) => Finding {
+                    path: path.to_path_buf(),
+                    moved_to: None,
+                    why: "a link on the way of a protected link was removed; it was put back"
+                        .into(),
+                    blocking: false,
+                },
+                Err(e) => Finding {
+                    path: path.to_path_buf(),
+                    moved_to: None,
+                    why: format!("a link on the way of a protected link was removed and cannot be put back ({e}); bash stays blocked until you restore it"),
+                    blocking: true,
+                },
+            })
+        }
+        Protection::WayLink { link, of } => {
+            return Some(quarantine(
+                to,
+                path,
+                &format!(
+                    "the protected link {} ({}) leads through it; changing it sends what pi or git load elsewhere",
+                    crate::shown::path(link),
+                    of.label()
+                ),
+                restore,
+            ))
+        }
         Protection::LinkTarget { .. } | Protection::HardLink { .. } | Protection::EnvFile { .. } => {
             return None
         }
@@ -497,7 +579,10 @@ mod tests {
     }
 
     fn auditor(g: &Guard) -> Auditor {
-        Auditor::new(Quarantine::for_project(&g.env().agent_dir, &g.env().cwd))
+        Auditor::new(
+            Quarantine::for_project(&g.env().agent_dir, &g.env().cwd),
+            baseline_time(),
+        )
     }
 
     fn scan(g: &Guard, root: &Path) -> Scan {
@@ -988,5 +1073,17 @@ mod tests {
         let paths: Vec<&Path> = found.iter().map(|f| f.path.as_path()).collect();
         assert_eq!(paths, [root.join("other/.git")], "{found:?}");
         assert!(root.join("lib/.git").exists());
+    }
+
+    #[test]
+    fn the_first_sessions_time_is_recorded_once_and_kept() {
+        let t = tempfile::tempdir().unwrap();
+        let agent = t.path().join("agent");
+        let first = first_session_time(&agent).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(first_session_time(&agent), Some(first));
+        // a record that cannot be read: nothing is the user's
+        std::fs::write(agent.join("sandbox-first-session"), "garbage").unwrap();
+        assert_eq!(first_session_time(&agent), None);
     }
 }

@@ -1105,6 +1105,10 @@ pub enum Protection {
     LinkTarget { link: PathBuf, of: Box<Protection> },
     /// Another name (hard link) of the protected file `of`.
     HardLink { of: PathBuf },
+    /// A symlink followed on the way from the protected link `link` to its target
+    /// (`.git/hooks/pre-commit -> ../../hook`, `hook -> scripts/pre-commit`): replacing it
+    /// sends the protected link elsewhere, so the audit puts it back.
+    WayLink { link: PathBuf, of: Box<Protection> },
     /// An env file the user has not allowed reading (approval mode ask or deny): hidden in
     /// bash like a denyRead file, since bash cannot ask per file. `also`: what protects it
     /// besides (a denyWrite match), which the audit applies to one a command creates.
@@ -1121,6 +1125,9 @@ impl Protection {
                 format!("target of protected link {}", link.display())
             }
             Protection::HardLink { of } => format!("hard link to protected {}", of.display()),
+            Protection::WayLink { link, .. } => {
+                format!("link on the way of protected link {}", link.display())
+            }
             Protection::EnvFile { .. } => ENV_FILE_RULE.to_string(),
         }
     }

@@ -803,7 +803,7 @@ impl Tree {
         if !linked.is_empty() {
             for (path, node) in &self.nodes {
                 if let Some(of) = node.multi.and_then(|k| linked.get(&k)) {
-                    mounts::hard_link(&mut scan, path, of);
+                    mounts::hard_link(&mut scan, &self.guard, path, of);
                 }
             }
         }

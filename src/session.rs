@@ -349,6 +349,7 @@ impl Session {
         let gate = Arc::new(Gate::new(log.clone(), crate::net::proxy::system_resolver()));
         let quarantine =
             crate::quarantine::Quarantine::for_project(&options.env.agent_dir, &options.env.cwd);
+        let first_session = crate::audit::first_session_time(&options.env.agent_dir);
         let committed_env = Arc::new(crate::committed_env::CommittedEnv::new(
             &options.env.cwd,
             &options.env.home,
@@ -369,7 +370,7 @@ impl Session {
             }),
             mode_override: None,
             stamp: vec![],
-            auditor: std::cell::RefCell::new(Auditor::new(quarantine)),
+            auditor: std::cell::RefCell::new(Auditor::new(quarantine, first_session)),
             env_listings: Default::default(),
             second_names: Default::default(),
             env_aliases: Default::default(),
@@ -726,6 +727,33 @@ impl Session {
         );
     }
 
+    /// A search that reads contents (grep) below a file bash hides as an env file under
+    /// another name would read it: its glob keeps out env files by name only.
+    fn env_alias_below(&self, decision: Decision, tool: &str) -> Decision {
+        if !decision.allowed() {
+            return decision;
+        }
+        let aliases = self.env_aliases.borrow();
+        let root = &decision.path;
+        let Some(hidden) = (aliases.indexed.iter())
+            .chain(&aliases.elsewhere)
+            .find(|p| *p != root && p.starts_with(root))
+        else {
+            return decision;
+        };
+        Decision {
+            verdict: Verdict::Deny,
+            rule: crate::guard::ENV_FILE_RULE.into(),
+            source: Source::Mandatory.to_string(),
+            reason: format!(
+                "Blocked {tool} in {}: it would read {}, an env file under another name (a link named like one leads to it). Search a narrower path, or read it with the read tool, which asks first.",
+                crate::shown::path(root),
+                crate::shown::path(hidden)
+            ),
+            ..decision
+        }
+    }
+
     /// An allowed read or write of a file bash hides as an env file under another name is
     /// judged as one: the layers agree.
     fn env_alias_check(&self, guard: &Guard, decision: Decision) -> Decision {
@@ -958,6 +986,9 @@ impl Session {
                 );
                 checked.map(|mut c| {
                     c.decision = self.second_name_check(g, c.decision);
+                    if tool == "grep" {
+                        c.decision = self.env_alias_below(c.decision, tool);
+                    }
                     self.log_denied(tool, &c.decision);
                     c
                 })

@@ -504,7 +504,7 @@ pub fn scan_protected(guard: &Guard, roots: &[PathBuf]) -> Scan {
         if file_type.is_file() {
             if let Ok(meta) = std::fs::symlink_metadata(path) {
                 if let Some(of) = linked_inodes.get(&(meta.dev(), meta.ino())) {
-                    hard_link(&mut scan, path, of);
+                    hard_link(&mut scan, guard, path, of);
                 }
             }
         }
@@ -678,6 +678,7 @@ fn protect_link_target(
     else {
         return;
     };
+    protect_links_on_the_way(scan, roots, link, why);
     let found = Found {
         path: target.clone(),
         why: Protection::LinkTarget {
@@ -688,7 +689,12 @@ fn protect_link_target(
     };
     scan.second_names.push(found.clone());
     let in_roots = roots.iter().any(|r| is_under(&target, r));
-    match std::fs::symlink_metadata(&target) {
+    let target_meta = std::fs::symlink_metadata(&target);
+    // A folder it leads to is loaded whole (an extension's package): its links count too.
+    if in_roots && target_meta.as_ref().is_ok_and(|m| m.is_dir()) {
+        protect_links_below(scan, roots, &target, link, why, collect);
+    }
+    match target_meta {
         Err(_) if in_roots || roots.iter().any(|r| is_under(link, r)) => scan.audited.push(Found {
             fingerprint: LINK_TARGET_MISSING.to_vec(),
             ..found
@@ -698,6 +704,83 @@ fn protect_link_target(
             scan.protected.push(found);
         }
         _ => {}
+    }
+}
+
+/// The links a protected link's resolution follows after itself, inside the writable trees:
+/// kept as they are by the audit (a mount cannot hold a symlink in place).
+fn protect_links_on_the_way(scan: &mut Scan, roots: &[PathBuf], link: &Path, why: &Protection) {
+    let Ok((_, followed)) = crate::paths::symlinks_followed(link) else {
+        return;
+    };
+    for way in followed.iter().filter(|l| l.as_path() != link) {
+        if !roots.iter().any(|r| is_under(way, r)) {
+            continue;
+        }
+        let Ok(meta) = std::fs::symlink_metadata(way) else {
+            continue;
+        };
+        scan.audited.push(Found {
+            fingerprint: fingerprint(way, &meta),
+            path: way.clone(),
+            why: Protection::WayLink {
+                link: link.to_path_buf(),
+                of: Box::new(why.clone()),
+            },
+        });
+    }
+}
+
+/// The links inside `dir`, a folder a protected link leads to, protected as if they were in
+/// the protected folder; a folder met again (a cycle) is not walked twice.
+fn protect_links_below(
+    scan: &mut Scan,
+    roots: &[PathBuf],
+    dir: &Path,
+    link: &Path,
+    why: &Protection,
+    collect: &mut impl FnMut(&Path, &std::fs::Metadata, usize),
+) {
+    const MAX_DEPTH: usize = 8;
+    let mut seen = HashSet::new();
+    let mut stack = vec![(dir.to_path_buf(), 0)];
+    let of = Protection::LinkTarget {
+        link: link.to_path_buf(),
+        of: Box::new(why.clone()),
+    };
+    while let Some((d, depth)) = stack.pop() {
+        if depth > MAX_DEPTH || !seen.insert(d.clone()) {
+            continue;
+        }
+        for inner in protected_links::links_below(&d, Path::new("/nonexistent")) {
+            let Ok((target, _)) = crate::paths::canonicalize_traced(&inner) else {
+                continue;
+            };
+            protect_links_on_the_way(scan, roots, &inner, &of);
+            let found = Found {
+                path: target.clone(),
+                why: Protection::LinkTarget {
+                    link: inner.clone(),
+                    of: Box::new(of.clone()),
+                },
+                fingerprint: Vec::new(),
+            };
+            scan.second_names.push(found.clone());
+            match std::fs::symlink_metadata(&target) {
+                Ok(m) if roots.iter().any(|r| is_under(&target, r)) => {
+                    collect(&target, &m, usize::MAX);
+                    if m.is_dir() {
+                        stack.push((target, depth + 1));
+                    }
+                    scan.protected.push(found);
+                }
+                Err(_) if roots.iter().any(|r| is_under(&target, r)) => scan.audited.push(Found {
+                    fingerprint: LINK_TARGET_MISSING.to_vec(),
+                    ..found
+                }),
+                _ => {}
+            }
+        }
     }
 }
 
@@ -731,18 +814,29 @@ pub(crate) enum Links {
     Skip,
 }
 
-/// Records `path`, another name of the protected file `of`, unless it is `of` itself.
-pub(crate) fn hard_link(scan: &mut Scan, path: &Path, of: &Path) {
+/// Records `path`, another name of the protected file `of`, unless it is `of` itself. A
+/// second name of an env file bash hides is hidden too (its content is the env file's).
+pub(crate) fn hard_link(scan: &mut Scan, guard: &Guard, path: &Path, of: &Path) {
     if of != path {
+        let link = Protection::HardLink {
+            of: of.to_path_buf(),
+        };
         let found = Found {
-            why: Protection::HardLink {
-                of: of.to_path_buf(),
-            },
+            why: link.clone(),
             path: path.to_path_buf(),
             fingerprint: Vec::new(),
         };
         scan.second_names.push(found.clone());
-        scan.protected.push(found);
+        scan.protected.push(if guard.masks_env_file(of) {
+            Found {
+                why: Protection::EnvFile {
+                    also: Some(Box::new(link)),
+                },
+                ..found
+            }
+        } else {
+            found
+        });
     }
 }
 
