@@ -842,4 +842,5 @@ module.exports.Sandbox = nativeBinding.Sandbox
 module.exports.guardedTools = nativeBinding.guardedTools
 module.exports.parseMode = nativeBinding.parseMode
 module.exports.probeCapability = nativeBinding.probeCapability
+module.exports.resolveSessionDir = nativeBinding.resolveSessionDir
 module.exports.sandboxCapability = nativeBinding.sandboxCapability

@@ -128,10 +128,16 @@ pub fn describe(cwd: &Path, state: Result<(&Config, &Guard), &LoadError>) -> Str
     for entry in crate::protected::TABLE {
         let place = match entry.place {
             Place::AgentDir => g.env().agent_dir.display().to_string(),
-            Place::SessionDir => match &g.env().session_dir {
-                Some(d) => d.display().to_string(),
-                None => continue,
-            },
+            Place::SessionDir => {
+                let places: Vec<&Path> = (g.anchors().fixed_paths().iter())
+                    .filter(|(_, e)| e.place == Place::SessionDir)
+                    .map(|(p, _)| p.as_path())
+                    .collect();
+                if places.is_empty() {
+                    continue;
+                }
+                paths(&mut places.into_iter())
+            }
             Place::Home(rel) => g.env().home.join(rel).display().to_string(),
             Place::Name(n) => format!("any {n}"),
             Place::Git(rel) => format!("<git dir>/{rel}"),
