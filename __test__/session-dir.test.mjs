@@ -270,3 +270,91 @@ test("a relative sessionDir inside the project: the live transcript cannot be sw
   assert.equal(mine.length, 1, "pi kept this session in .sessions");
   assert.match(readFileSync(mine[0], "utf8"), /third turn/);
 });
+
+test("--session-dir through a symlink in the project: neither the folder, the directories on the way nor the link can be swapped", { skip: noBwrap }, async (t) => {
+  const w = makeWorld("sd-flag");
+  t.after(w.cleanup);
+  const bashrc = path.join(w.home, ".bashrc");
+  writeFileSync(bashrc, "# user rc\n");
+  mkdirSync(path.join(w.project, "real", "sess"), { recursive: true });
+  symlinkSync("real", path.join(w.project, "var"));
+  const plant = (dir) => `mkdir -p ${dir} && for f in real/sess/*.jsonl; do ln -sf ${bashrc} ${dir}/$(basename "$f"); done`;
+  const r = await runPi({
+    world: w,
+    args: ["--session-dir", "var/sess"],
+    script: [
+      [call("bash", { command: `ln -sf ${bashrc} var/sess/*.jsonl && echo replaced; mv real real2 && echo moved` })],
+      [call("bash", { command: `${plant("evil/sess")} && rm var && ln -s evil var && echo swapped; ls -l var` })],
+      [call("bash", { command: "echo last turn" })],
+    ],
+  });
+  const res = byId(r.results);
+  t.diagnostic(`pi exited ${r.code} once its way to the folder was gone: ${r.stderr.slice(-300)}`);
+  assert.doesNotMatch(res.call_0_0, /replaced|moved/);
+  // the link pi goes through was moved aside after the command: pi cannot follow it any more
+  assert.match(res.call_1_0, /var was created or changed by the command and moved to/);
+  assert.equal(readFileSync(bashrc, "utf8"), "# user rc\n", "pi's transcript landed in ~/.bashrc");
+  const mine = writtenBy(path.join(w.project, "real", "sess"), w.project);
+  assert.equal(mine.length, 1, "pi kept this session in real/sess");
+});
+
+test("sessionDir '.': pi's transcript in the project root cannot be swapped, the project stays writable", { skip: noBwrap }, async (t) => {
+  const w = makeWorld("sd-dot");
+  t.after(w.cleanup);
+  const bashrc = path.join(w.home, ".bashrc");
+  writeFileSync(bashrc, "# user rc\n");
+  mkdirSync(path.join(w.project, ".pi"), { recursive: true });
+  writeFileSync(path.join(w.project, ".pi", "settings.json"), JSON.stringify({ sessionDir: "." }));
+  transcript(path.join(w.project, "2026-01-01_theirs.jsonl"), path.join(w.root, "other-project"), "THEIR-SECRET-0042");
+  const r = await runPi({
+    world: w,
+    script: [
+      [call("bash", { command: `for f in *.jsonl; do ln -sf ${bashrc} "$f" && echo "replaced $f"; mv "$f" moved.jsonl && echo "moved $f"; done; echo work > src/ok.txt && echo wrote` })],
+      [call("read", { path: "2026-01-01_theirs.jsonl" }), call("bash", { command: "cat *theirs*" })],
+      [call("bash", { command: "echo last turn" })],
+    ],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const res = byId(r.results);
+  assert.doesNotMatch(res.call_0_0, /^(replaced|moved) /m);
+  assert.match(res.call_0_0, /wrote/);
+  assert.doesNotMatch(res.call_1_0 + res.call_1_1, /THEIR-SECRET/);
+  assert.equal(readFileSync(bashrc, "utf8"), "# user rc\n", "pi's transcript landed in ~/.bashrc");
+  const mine = writtenBy(w.project, w.project);
+  assert.equal(mine.length, 1);
+  assert.match(readFileSync(mine[0], "utf8"), /last turn/);
+});
+
+test("PI_CODING_AGENT_SESSION_DIR with ~: the folder it names is hidden and read-only", { skip: noBwrap }, async (t) => {
+  const w = makeWorld("sd-env");
+  t.after(w.cleanup);
+  const dir = path.join(w.home, "env-sessions");
+  transcript(path.join(dir, "2026-01-01_theirs.jsonl"), path.join(w.root, "other-project"), "THEIR-SECRET-9090");
+  const r = await runPi({
+    world: w,
+    env: { PI_CODING_AGENT_SESSION_DIR: "~/env-sessions" },
+    script: [[call("read", { path: "~/env-sessions/2026-01-01_theirs.jsonl" }), call("bash", { command: `cat ${dir}/*; touch ${dir}/x; echo touch=$?` })]],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const res = byId(r.results);
+  assert.doesNotMatch(res.call_0_0 + res.call_0_1, /THEIR-SECRET/);
+  assert.match(res.call_0_1, /touch=1/);
+  assert.equal(writtenBy(dir, w.project).length, 1, "pi kept this session there");
+});
+
+test("pi-sandbox run: a sessionDir pi has not made yet cannot be made by a command, as a folder or a link", { skip: noBwrap }, (t) => {
+  const w = makeWorld("sd-late");
+  t.after(w.cleanup);
+  const bashrc = path.join(w.home, ".bashrc");
+  writeFileSync(bashrc, "# user rc\n");
+  mkdirSync(path.join(w.project, ".pi"), { recursive: true });
+  writeFileSync(path.join(w.project, ".pi", "settings.json"), JSON.stringify({ sessionDir: "later/sessions" }));
+  const env = { ...process.env, HOME: w.home, PI_CODING_AGENT_DIR: w.agentDir, TMPDIR: w.tmp };
+  const cli = (...args) => spawnSync(process.execPath, [path.join(repo, "bin", "pi-sandbox.js"), ...args], { cwd: w.project, env, encoding: "utf8" });
+  const check = cli("check", "write", "later/sessions/x.jsonl");
+  assert.equal(check.status, 1, check.stdout);
+  const r = cli("run", "--", "sh", "-c", `mkdir -p later/sessions && ln -s ${bashrc} later/sessions/2026_x.jsonl && echo planted`);
+  assert.match(r.stdout, /planted/);
+  assert.match(r.stdout + r.stderr, /later was created or changed by the command and moved to/);
+  assert.equal(existsSync(path.join(w.project, "later")), false);
+});
