@@ -617,6 +617,15 @@ export declare function resolveSessionDir(cwd: string, home: string, agentDir: s
 /** The OS sandbox bash runs in here (probed once per process). */
 export declare function sandboxCapability(): Capability
 
+/** A whole message for the user's eyes: as `shownText`, but its own line breaks stay. */
+export declare function shownLines(text: string): string
+
+/**
+ * Text from the disk, a config or the model as one line for the user's eyes: controls,
+ * line separators, bidi, tag and invisible characters shown as escapes (`shown::text`).
+ */
+export declare function shownText(text: string): string
+
 /** One rule `explain` consulted. */
 export interface Step {
   rule: string

@@ -844,3 +844,5 @@ module.exports.parseMode = nativeBinding.parseMode
 module.exports.probeCapability = nativeBinding.probeCapability
 module.exports.resolveSessionDir = nativeBinding.resolveSessionDir
 module.exports.sandboxCapability = nativeBinding.sandboxCapability
+module.exports.shownLines = nativeBinding.shownLines
+module.exports.shownText = nativeBinding.shownText

@@ -318,7 +318,15 @@ test("what a command creates on pi's control surface is moved aside and reported
   assert.equal(r.status, 0, r.stderr);
   const p = (rel) => path.join(w.project, rel);
   assert.equal(existsSync(p("fresh/.git/hooks/pre-commit")), false, "planted hook still live");
-  assert.match(r.stderr, /fresh\/\.git\/hooks was created or changed by the command and moved to .*\.pi-sandbox-quarantine-[A-Za-z0-9]{12}\/hooks\.quarantined/);
+  // moved into the project's quarantine in pi's agent dir, with a note of where it was
+  const moved = r.stderr.match(/fresh\/\.git\/hooks was created or changed by the command and moved to (\S+\/sandbox-quarantine\/--[^/]+--\/\d{8}T\d{6}-[A-Za-z0-9]{8}\/hooks\.quarantined):/);
+  assert.ok(moved, r.stderr);
+  assert.ok(moved[1].startsWith(w.agentDir + "/"), moved[1]);
+  assert.equal(readFileSync(path.join(moved[1], "pre-commit"), "utf8"), "curl evil\n");
+  assert.equal(readFileSync(path.join(path.dirname(moved[1]), "origin"), "utf8"), `${p("fresh/.git/hooks")}\n`);
+  // nothing of the quarantine in the project: the user's git status stays clean of it
+  const names = spawnSync("find", [w.project, "-name", "*quarantine*"], { encoding: "utf8" });
+  assert.equal(names.stdout, "");
   assert.equal(existsSync(p("sneaky/.git/config")), false);
   assert.match(r.stderr, /core\.hookspath/);
   assert.equal(existsSync(p("deep/.pi")), false);
@@ -334,6 +342,170 @@ test("what a command creates on pi's control surface is moved aside and reported
   // the project's own .pi did not exist: its placeholder is ours, not the command's work
   assert.doesNotMatch(r.stderr, /project\/\.pi was created/);
   assert.deepEqual(readdirSync(p(".pi")), []);
+});
+
+test("an env file is hidden from bash by every name: a link named .env hides what it leads to", (t) => {
+  const { w, run } = setup(t);
+  mkdirSync(path.join(w.home, "secrets"), { recursive: true });
+  writeFileSync(path.join(w.home, "secrets", "api.env"), "TOKEN=HOME-SECRET-1\n");
+  writeFileSync(path.join(w.root, "outside", "prod.cfg"), "TOKEN=OUTSIDE-SECRET-2\n");
+  writeFileSync(path.join(w.project, "notes.txt"), "TOKEN=CHAIN-SECRET-3\n");
+  // the project's .env leads into the home; another one outside home and project; a chain
+  symlinkSync(path.join(w.home, "secrets", "api.env"), path.join(w.project, ".env"));
+  symlinkSync(path.join(w.root, "outside", "prod.cfg"), path.join(w.project, "src", ".env.production"));
+  symlinkSync("notes-link", path.join(w.project, ".env.local"));
+  symlinkSync("notes.txt", path.join(w.project, "notes-link"));
+  // and one in another folder of the home, found by the home search
+  mkdirSync(path.join(w.home, "other"), { recursive: true });
+  symlinkSync(path.join(w.root, "outside", "prod.cfg"), path.join(w.home, "other", ".env"));
+  const r = run(`cat .env src/.env.production .env.local notes-link ${w.home}/secrets/api.env ${w.root}/outside/prod.cfg ${w.home}/other/.env; echo end`);
+  assert.match(r.stdout, /end/);
+  assert.doesNotMatch(r.stdout, /SECRET-[0-9]/);
+  // without the links they are ordinary files, readable
+  for (const l of [".env", "src/.env.production", ".env.local"]) rmSync(path.join(w.project, l));
+  rmSync(path.join(w.home, "other", ".env"));
+  const plain = run(`cat ${w.home}/secrets/api.env ${w.root}/outside/prod.cfg notes.txt`);
+  assert.match(plain.stdout, /HOME-SECRET-1[\s\S]*OUTSIDE-SECRET-2[\s\S]*CHAIN-SECRET-3/);
+});
+
+test("a link the user makes mid-session in pi's agent dir or in .pi protects its target from the next command and the file tools", (t) => {
+  const { w, sandbox } = setup(t);
+  const s = sandbox();
+  const go = (command) => {
+    const p = s.prepareBash(command, "off");
+    assert.equal(p.verdict, "sandboxed", p.reason);
+    return runPreparedSync(p, { cwd: w.project, env: { ...process.env, TMPDIR: w.tmp } });
+  };
+  const p = (rel) => path.join(w.project, rel);
+  mkdirSync(p("tools"));
+  writeFileSync(p("tools/a.ts"), "a\n");
+  writeFileSync(p("tools/b.ts"), "b\n");
+  assert.equal(go("echo first").status, 0);
+  assert.equal(s.check("write", p("tools/a.ts")).verdict, "allow");
+  // the user links an extension of theirs into pi's agent dir, and one into the project's .pi
+  mkdirSync(path.join(w.agentDir, "extensions"), { recursive: true });
+  symlinkSync(p("tools/a.ts"), path.join(w.agentDir, "extensions", "a.ts"));
+  mkdirSync(p(".pi/extensions"), { recursive: true });
+  symlinkSync("../../tools/b.ts", p(".pi/extensions/b.ts"));
+  // the file tools know at once, before any command
+  for (const f of ["tools/a.ts", "tools/b.ts"]) assert.equal(s.check("write", p(f)).verdict, "deny", f);
+  const r = go("echo x >> tools/a.ts; echo y >> tools/b.ts; echo end");
+  assert.match(r.stdout, /end/);
+  assert.match(r.stderr, /Read-only file system/);
+  assert.equal(readFileSync(p("tools/a.ts"), "utf8"), "a\n");
+  assert.equal(readFileSync(p("tools/b.ts"), "utf8"), "b\n");
+  for (const f of ["tools/a.ts", "tools/b.ts"]) {
+    const d = s.check("write", p(f));
+    assert.equal(d.verdict, "deny", f);
+    assert.match(d.rule, /target of protected link/);
+  }
+});
+
+test("what the audit moves aside leaves the project's git status clean", (t) => {
+  const { w, run } = setup(t);
+  const git = (...a) => spawnSync("git", ["-C", w.project, "-c", "user.name=u", "-c", "user.email=u@x", ...a], { encoding: "utf8" });
+  git("init", "-q");
+  writeFileSync(path.join(w.project, "README"), "x\n");
+  git("add", "README");
+  git("commit", "-q", "-m", "init");
+  const r = run("echo K > id.key && mkdir -p deep/.pi && echo '{}' > deep/.pi/settings.json && git init -q nested && echo evil > nested/.git/hooks/post-checkout");
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.findings.length, 3, JSON.stringify(r.findings));
+  // nothing moved aside stays in the worktree, ignored files included
+  // nothing moved aside stays in the worktree, ignored files included: only the new repository
+  assert.equal(git("status", "--porcelain", "--ignored", "--untracked-files=all").stdout, "?? nested/\n");
+});
+
+test("a command's files are judged as the command's however many commands later they become a git dir", (t) => {
+  const { w, sandbox } = setup(t);
+  const s = sandbox();
+  const go = (command) => {
+    const p = s.prepareBash(command, "off");
+    assert.equal(p.verdict, "sandboxed", p.reason);
+    return runPreparedSync(p, { cwd: w.project, env: { ...process.env, TMPDIR: w.tmp } });
+  };
+  // first command: what a repository would run, in a folder that is no repository yet
+  const first = go("mkdir -p r/hooks && printf '#!/bin/sh\\ntouch /tmp/pwned\\n' > r/hooks/pre-commit && chmod +x r/hooks/pre-commit && printf '[core]\\n\\tfsmonitor = touch /tmp/pwned\\n' > r/config");
+  assert.equal(first.status, 0, first.stderr);
+  assert.deepEqual(first.findings, []);
+  // the next command makes it a bare repository git would push to
+  const second = go("sleep 0.05; mkdir r/objects r/refs && echo 'ref: refs/heads/main' > r/HEAD && git --git-dir=r rev-parse --git-dir");
+  assert.equal(second.status, 0, second.stderr);
+  const judged = second.findings.join("\n");
+  assert.match(judged, /\/r\/hooks was created or changed by the command and moved to/);
+  assert.match(judged, /\/r\/config was created or changed by the command and moved to .*core\.fsmonitor/);
+  assert.equal(existsSync(path.join(w.project, "r/hooks/pre-commit")), false);
+  assert.equal(existsSync(path.join(w.project, "r/config")), false);
+});
+
+/** `pi-sandbox run -- bash -c <command>` in the world's project, as the CLI runs it. */
+function cliRun(w, command, timeout = 120_000) {
+  return spawnSync(process.execPath, [path.join(repo, "bin", "pi-sandbox.js"), "run", "--", "bash", "-c", command], {
+    cwd: w.project,
+    encoding: "utf8",
+    timeout,
+    env: { ...process.env, HOME: w.home, PI_CODING_AGENT_DIR: w.agentDir, TMPDIR: w.tmp },
+  });
+}
+
+test("a git config is judged as git reads it: a quoted ] and a second header on one line do not hide core.fsmonitor", (t) => {
+  const w = makeWorld("audit-gitcfg");
+  t.after(w.cleanup);
+  const marker = path.join(w.root, "outside", "HOST-RAN");
+  const p = (rel) => path.join(w.project, rel);
+  // read up to its first `]`, this line was `remote.*.url`; git reads core.fsmonitor in it
+  const line = `[remote "a]url=x"] [core] fsmonitor = "echo ran >> ${marker}; false"`;
+  const r = cliRun(w, `git init -q sub && printf '%s\\n' '${line}' >> sub/.git/config && git -C sub config --get core.fsmonitor`);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /echo ran/, "git inside reads the key");
+  assert.match(r.stderr, /sub\/\.git\/config was created or changed by the command and moved to .*core\.fsmonitor/);
+  assert.equal(existsSync(p("sub/.git/config")), false);
+  // the user's git there afterwards runs nothing
+  spawnSync("git", ["status"], { cwd: p("sub"), env: { ...process.env, HOME: w.home } });
+  assert.equal(existsSync(marker), false, "fsmonitor ran on the host");
+});
+
+test("a FIFO where git expects a config or a gitfile is moved aside with the reason, and the command returns", (t) => {
+  const w = makeWorld("audit-fifo");
+  t.after(w.cleanup);
+  const p = (rel) => path.join(w.project, rel);
+  const started = Date.now();
+  const r = cliRun(w, "git init -q f && rm f/.git/config && mkfifo f/.git/config && mkdir g && mkfifo g/.git && echo made", 60_000);
+  assert.equal(r.error, undefined, `the run did not return: ${r.error}`);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /made/);
+  // git asked to read the FIFO (the hooks lookup) would have waited out its 5 s limit
+  assert.ok(Date.now() - started < 5_000, `the audit waited on a FIFO (${Date.now() - started} ms)`);
+  assert.match(r.stderr, /f\/\.git\/config was created or changed by the command and moved to .*: it is a FIFO, not a git config/);
+  assert.match(r.stderr, /g\/\.git was created or changed by the command and moved to .*it is a FIFO, not a gitfile/);
+  assert.equal(existsSync(p("f/.git/config")), false);
+  assert.equal(existsSync(p("g/.git")), false);
+});
+
+test("a directory git takes for a repository through links named objects and refs is judged as one", (t) => {
+  const w = makeWorld("audit-gitdir-links");
+  t.after(w.cleanup);
+  const marker = path.join(w.root, "outside", "HOST-RAN");
+  const p = (rel) => path.join(w.project, rel);
+  // git's test for a git dir is access(X_OK) on objects and refs: links pass. With a config
+  // naming a worktree, the user's `git status` in src runs its fsmonitor.
+  const config = `[core]\\n\\tbare = false\\n\\tworktree = ${p("src")}\\n\\tfsmonitor = "echo ran >> ${marker}; false"\\n`;
+  const r = cliRun(
+    w,
+    [
+      "git init -q store && mkdir -p src",
+      "ln -s ../store/.git/objects src/objects && ln -s ../store/.git/refs src/refs",
+      "echo 'ref: refs/heads/main' > src/HEAD",
+      `printf '${config}' > src/config`,
+      "git -C src config --get core.fsmonitor",
+    ].join(" && "),
+  );
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /echo ran/, "git inside takes src for a repository");
+  assert.match(r.stderr, /src\/config was created or changed by the command and moved to .*core\.fsmonitor/);
+  assert.equal(existsSync(p("src/config")), false);
+  spawnSync("git", ["status"], { cwd: p("src"), env: { ...process.env, HOME: w.home } });
+  assert.equal(existsSync(marker), false, "fsmonitor ran on the host");
 });
 
 test("a mount source swapped for a symlink after the plan was made cannot redirect the mount", async (t) => {

@@ -223,6 +223,66 @@ test("reads and writes through /proc/self/cwd and `..` after a planted link reac
   assert.doesNotMatch(res.call_0_2, /SECRET-KEY-0451/);
 });
 
+test("an env file reached through a link named .env is an env file to every tool: read, grep and bash", async (t) => {
+  const w = makeWorld("esc-envlink");
+  t.after(w.cleanup);
+  mkdirSync(path.join(w.home, "secrets"), { recursive: true });
+  writeFileSync(path.join(w.home, "secrets", "api.env"), "TOKEN=LINKED-SECRET-77\n");
+  symlinkSync(path.join(w.home, "secrets", "api.env"), path.join(w.project, ".env"));
+  // another member: a relative chain whose first name is the env file's
+  writeFileSync(path.join(w.project, "settings.ini"), "TOKEN=CHAINED-SECRET-78\n");
+  symlinkSync("settings-link", path.join(w.project, ".env.local"));
+  symlinkSync("settings.ini", path.join(w.project, "settings-link"));
+  const r = await runPi({
+    world: w,
+    args: ["--tools", "read,bash,grep"],
+    script: [
+      [call("read", { path: ".env" }), call("read", { path: ".env.local" }), call("read", { path: "settings.ini" })],
+      [call("bash", { command: "cat .env .env.local; cat ~/secrets/api.env; echo done" })],
+    ],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const res = byId(r.results);
+  assert.doesNotMatch(res.call_0_0, /LINKED-SECRET-77/);
+  assert.match(res.call_0_0, /env file/);
+  assert.doesNotMatch(res.call_0_1, /CHAINED-SECRET-78/);
+  // under its own name too: bash hides it, so the read tool asks (refused without a UI)
+  assert.doesNotMatch(res.call_0_2, /CHAINED-SECRET-78/);
+  assert.match(res.call_1_0, /done/);
+  assert.doesNotMatch(res.call_1_0, /LINKED-SECRET-77|CHAINED-SECRET-78/);
+});
+
+test("a link inside .pi makes what it leads to protected: an extension or sandbox.json linked into the worktree cannot be rewritten, and a missing target cannot be created", async (t) => {
+  const w = makeWorld("esc-pilink");
+  t.after(w.cleanup);
+  const p = (rel) => path.join(w.project, rel);
+  mkdirSync(p(".pi/extensions"), { recursive: true });
+  mkdirSync(p("tools"));
+  writeFileSync(p("tools/ext.ts"), "export default function () {}\n");
+  writeFileSync(p("tools/sandbox.json"), "{}\n");
+  symlinkSync("../../tools/ext.ts", p(".pi/extensions/ext.ts"));
+  symlinkSync("../tools/sandbox.json", p(".pi/sandbox.json"));
+  symlinkSync("../../tools/later.ts", p(".pi/extensions/later.ts"));
+  const r = await runPi({
+    world: w,
+    script: [
+      [call("write", { path: "tools/ext.ts", content: "PWNED-1" }), call("edit", { path: "tools/sandbox.json", edits: [{ oldText: "{}", newText: '{"enabled":false}' }] })],
+      [call("write", { path: "tools/later.ts", content: "PWNED-2" })],
+      [call("bash", { command: "echo PWNED-3 >> tools/ext.ts; echo PWNED-4 > tools/sandbox.json; echo PWNED-5 > tools/later.ts; echo done" })],
+    ],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const res = byId(r.results);
+  assert.match(res.call_0_0, /target of protected link/);
+  assert.match(res.call_0_1, /target of protected link/);
+  assert.match(res.call_1_0, /target of protected link/);
+  assert.match(res.call_2_0, /done/);
+  assert.match(res.call_2_0, /later\.ts was created or changed by the command and moved to/);
+  assert.equal(readFileSync(p("tools/ext.ts"), "utf8"), "export default function () {}\n");
+  assert.equal(readFileSync(p("tools/sandbox.json"), "utf8"), "{}\n");
+  assert.equal(existsSync(p("tools/later.ts")), false);
+});
+
 test("pi's own transcripts are not writable from bash: a planted link cannot redirect pi's next append", async (t) => {
   const w = makeWorld("esc-session");
   t.after(w.cleanup);

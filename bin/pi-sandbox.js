@@ -71,19 +71,23 @@ function loadAddon() {
   }
 }
 
+/** Text for the terminal: a path, a rule or a config entry must not drive it (src/shown.rs). */
+let shownText = (text) => text;
+let shownLines = (text) => text;
+
 function printDecision(d) {
   const mark = d.verdict === "allow" ? "ALLOWED" : d.verdict === "prompt" ? "NEEDS APPROVAL" : "BLOCKED";
-  console.log(`${mark}: ${d.op} ${d.path}`);
-  console.log(`  rule:   ${d.rule}`);
-  console.log(`  source: ${d.source}`);
-  console.log(`  ${d.reason}`);
+  console.log(`${mark}: ${d.op} ${shownText(d.path)}`);
+  console.log(`  rule:   ${shownText(d.rule)}`);
+  console.log(`  source: ${shownText(d.source)}`);
+  console.log(`  ${shownLines(d.reason)}`);
 }
 
 /** Runs a prepared argv, returning its exit code (128+N for a signal, as shells report it). */
 function runPrepared(prepared, argv) {
   // "denied", and "ask" (no sandbox, and no one to ask here): not run.
   if (prepared.verdict !== "sandboxed" && prepared.verdict !== "unsandboxed") {
-    process.stderr.write(`pi-sandbox: ${prepared.reason}\n`);
+    process.stderr.write(`pi-sandbox: ${shownLines(prepared.reason)}\n`);
     return 126;
   }
   let program = argv[0];
@@ -92,7 +96,7 @@ function runPrepared(prepared, argv) {
     program = prepared.program;
     args = prepared.args;
   } else {
-    process.stderr.write(`pi-sandbox: running unsandboxed: ${prepared.reason}\n`);
+    process.stderr.write(`pi-sandbox: running unsandboxed: ${shownLines(prepared.reason)}\n`);
   }
   // The sandbox's options, mount sources and script arrive on fds 3, 4, ...
   const stdio = ["inherit", "inherit", "inherit", ...prepared.fds];
@@ -101,7 +105,7 @@ function runPrepared(prepared, argv) {
   for (const [name, value] of prepared.setEnv) env[name] = value;
   const r = spawnSync(program, args, { stdio, env });
   // The audit: what the command left on pi's control surface, moved aside.
-  for (const finding of prepared.finish()) process.stderr.write(`pi-sandbox: ${finding}\n`);
+  for (const finding of prepared.finish()) process.stderr.write(`pi-sandbox: ${shownText(finding)}\n`);
   if (r.error) {
     process.stderr.write(`pi-sandbox: cannot start ${program}: ${r.error.message}\n`);
     return 127;
@@ -117,7 +121,9 @@ function main() {
     console.log(USAGE);
     process.exit(opts.help ? 0 : 2);
   }
-  const { Sandbox } = loadAddon();
+  const addon = loadAddon();
+  ({ shownText, shownLines } = addon);
+  const { Sandbox } = addon;
   // A relative one from the session directory, where pi would have been started.
   const sessionDir = opts.sessionDir ? path.resolve(opts.cwd, opts.sessionDir) : undefined;
   const sandbox = Sandbox.load({ cwd: opts.cwd, sessionDir });
@@ -139,7 +145,7 @@ function main() {
       else {
         printDecision(e.decision);
         console.log("  rules consulted, in order:");
-        for (const s of e.steps) console.log(`    ${s.matched ? "●" : "○"} ${s.rule}  (${s.source})`);
+        for (const s of e.steps) console.log(`    ${s.matched ? "●" : "○"} ${shownText(s.rule)}  (${shownText(s.source)})`);
       }
       process.exit(e.decision.verdict === "allow" ? 0 : 1);
     }
@@ -149,13 +155,13 @@ function main() {
       try {
         prepared = sandbox.prepareRun(args, opts.network);
       } catch (e) {
-        fail(e.message);
+        fail(shownLines(e.message));
       }
       process.exit(runPrepared(prepared, args));
     }
     case "config": {
       if (args.length) fail("usage: pi-sandbox config");
-      process.stdout.write(sandbox.describe());
+      process.stdout.write(shownLines(sandbox.describe()));
       process.exit(sandbox.error ? 1 : 0);
     }
     default:

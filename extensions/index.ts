@@ -28,7 +28,7 @@ import type {
 } from "@mariozechner/pi-coding-agent";
 import type { CommandPrompt, Decision, GuardPrompt, NetworkAnswer, NetworkMode, NetworkQuestion, PreparedCommand } from "../index.js";
 import { narrowHostPath, runPrepared } from "./exec.ts";
-import { addonLoadFailure, choose, showStatus, sandboxReport, violationReport } from "./ui.ts";
+import { addonLoadFailure, choose, escapeWith, notify, show, showStatus, sandboxReport, violationReport } from "./ui.ts";
 import type { FileBackend, SandboxAddon, SandboxHandle } from "./ui.ts";
 
 function loadAddon(): { addon?: SandboxAddon; error?: string } {
@@ -119,6 +119,7 @@ function piSessionOf(ctx: ExtensionContext): PiSession {
 
 export default function sandboxExtension(pi: ExtensionAPI) {
 	const { addon, error: addonError } = loadAddon();
+	escapeWith(addon);
 	const startCwd = process.cwd();
 	/** The session's sandbox for `cwd` and pi's session files, loaded off the main thread on first use. */
 	let loaded: { key: string; sandbox: Promise<SandboxHandle> } | undefined;
@@ -149,7 +150,7 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 				s.setMode(a.parseMode(flagMode), "--sandbox-mode flag");
 			} catch (e) {
 				s.setMode("read-only", "--sandbox-mode flag (invalid value, read-only used)");
-				ctx?.ui.notify(`${(e as Error).message}. Using read-only.`, "error");
+				if (ctx) notify(ctx, `${(e as Error).message}. Using read-only.`, "error");
 			}
 		}
 		return s;
@@ -185,7 +186,7 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		// Stored only if the question still waits: an answer to a withdrawn one changes nothing.
 		const said = s.answerNetworkPrompt(q.id, answer ?? "abort");
 		if (said) {
-			ctx.ui.notify(`pi-sandbox-rs: ${said}`, "info");
+			notify(ctx, `pi-sandbox-rs: ${said}`, "info");
 			status(ctx, s);
 		}
 	}
@@ -279,7 +280,7 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		try {
 			s.grantCommand(command, scope, key);
 		} catch (e) {
-			ctx.ui.notify(`pi-sandbox-rs: ${(e as Error).message}`, "error");
+			notify(ctx, `pi-sandbox-rs: ${(e as Error).message}`, "error");
 			return new Error(`Blocked: the grant could not be stored (${(e as Error).message}).`);
 		}
 		return "unsandboxed";
@@ -295,7 +296,7 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		let grant: (() => void) | undefined;
 		if (prompt.kind === "write") {
 			const scope = await choose(ctx, prompt);
-			if (scope && scope !== "abort") grant = () => ctx.ui.notify(`pi-sandbox-rs: ${s.grantWrite(decision.path, scope)}`, "info");
+			if (scope && scope !== "abort") grant = () => notify(ctx, `pi-sandbox-rs: ${s.grantWrite(decision.path, scope)}`, "info");
 		} else {
 			const scope = await choose(ctx, prompt);
 			if (scope && scope !== "abort") grant = () => s.grantEnvFile(decision.path, scope, prompt.kind === "envWrite");
@@ -304,7 +305,7 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		try {
 			grant();
 		} catch (e) {
-			ctx.ui.notify(`pi-sandbox-rs: ${(e as Error).message}`, "error");
+			notify(ctx, `pi-sandbox-rs: ${(e as Error).message}`, "error");
 			return `Blocked: the user allowed it, but the grant could not be recorded: ${(e as Error).message}`;
 		}
 		return undefined;
@@ -324,7 +325,7 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		try {
 			s.answerTrust(prompt.sha256, answer === "trust");
 		} catch (e) {
-			ctx.ui.notify(`pi-sandbox-rs: ${(e as Error).message}`, "error");
+			notify(ctx, `pi-sandbox-rs: ${(e as Error).message}`, "error");
 		}
 	}
 
@@ -346,7 +347,7 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		if (disabledByFlag() || !current || !/Read-only file system|Device or resource busy|No such file or directory|Permission denied/.test(output)) return "";
 		return current
 			.explainWriteFailures(output)
-			.map((n) => `\n[pi-sandbox] ${n}`)
+			.map((n) => `\n[pi-sandbox] ${show.text(n)}`)
 			.join("");
 	}
 
@@ -392,6 +393,8 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 					}
 				}
 				if (prepared instanceof Error) {
+					// A reason can name what the command or a config file chose.
+					prepared.message = show.lines(prepared.message);
 					if (refusal === "throw") throw prepared;
 					options.onData(Buffer.from(`${prepared.message}\n`));
 					return { exitCode: 126 };
@@ -408,7 +411,7 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 					redacted.flush();
 					// The audit: what the command left on pi's control surface, moved aside.
 					const findings = await prepared.finishAsync();
-					const note = explainNote(tail) + findings.map((f) => `\n[pi-sandbox] ${f}`).join("");
+					const note = explainNote(tail) + findings.map((f) => `\n[pi-sandbox] ${show.text(f)}`).join("");
 					if (note) options.onData(Buffer.from(`${note}\n`));
 				}
 			}),
@@ -429,7 +432,7 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		if (!addon) return;
 		// The store can break (or be mended) mid-session: each new notice is told once.
 		const notice = s?.approvalsNotice ?? null;
-		if (notice && notice !== toldNotice) ctx.ui.notify(`pi-sandbox-rs: ${notice}`, "warning");
+		if (notice && notice !== toldNotice) notify(ctx, `pi-sandbox-rs: ${notice}`, "warning");
 		toldNotice = notice;
 		showStatus(ctx, s, addon.sandboxCapability(), network() ?? s?.defaultNetwork ?? "off");
 	};
@@ -442,21 +445,21 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 			// Without one, grants for this session last as long as this process.
 		}
 		if (disabledByFlag()) {
-			ctx.ui.notify("pi-sandbox-rs: disabled by --no-sandbox", "warning");
+			notify(ctx, "pi-sandbox-rs: disabled by --no-sandbox", "warning");
 			ctx.ui.setStatus("sandbox", "sandbox: off (--no-sandbox)");
 			return;
 		}
 		if (!addon) {
-			ctx.ui.notify(addonLoadFailure(addonError), "error");
+			notify(ctx, addonLoadFailure(addonError), "error");
 			ctx.ui.setStatus("sandbox", "sandbox: BROKEN");
 			return;
 		}
 		const s = await session(ctx);
-		if (s?.error) ctx.ui.notify(`pi-sandbox-rs: ${s.error.message}`, "error");
+		if (s?.error) notify(ctx, `pi-sandbox-rs: ${s.error.message}`, "error");
 		// pi runs rg, fd and others on the host from PATH: none from where the agent writes.
 		if (s) narrowHostPath((p) => s.hostPath(p));
 		const bash = await addon.probeCapability();
-		if (bash.kind === "none") ctx.ui.notify(`pi-sandbox-rs: bash is blocked. ${bash.reason}`, "warning");
+		if (bash.kind === "none") notify(ctx, `pi-sandbox-rs: bash is blocked. ${bash.reason}`, "warning");
 		status(ctx, s);
 	});
 
@@ -495,9 +498,9 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		if (decision.verdict === "prompt" && answer.prompt) {
 			const blocked = await askAboutDecision(ctx, s, decision, answer.prompt);
 			status(ctx, s);
-			if (blocked) return { block: true, reason: blocked };
+			if (blocked) return { block: true, reason: show.lines(blocked) };
 		} else if (decision.verdict !== "allow") {
-			return { block: true, reason: decision.reason };
+			return { block: true, reason: show.lines(decision.reason) };
 		}
 		if (answer.patchKey) {
 			(event.input as Record<string, unknown>)[answer.patchKey] = answer.patchValue;
@@ -526,12 +529,12 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		description: "Show the effective sandbox configuration and where each rule comes from; `/sandbox log` the recent refusals and network decisions; `/sandbox trust` asks again about this project's sandbox.json",
 		handler: async (args, ctx) => {
 			const s = await session(ctx);
-			if (args.trim() === "log" && s) ctx.ui.notify(violationReport(s), "info");
+			if (args.trim() === "log" && s) notify(ctx, violationReport(s), "info");
 			else if (args.trim() === "trust" && s) {
 				await askProjectTrust(ctx, s, true);
-				if (!s.projectTrust?.widenings.length) ctx.ui.notify("This project's sandbox.json loosens nothing: nothing to trust.", "info");
+				if (!s.projectTrust?.widenings.length) notify(ctx, "This project's sandbox.json loosens nothing: nothing to trust.", "info");
 				status(ctx, s);
-			} else ctx.ui.notify(sandboxReport(disabledByFlag(), addonError, s, network()), "info");
+			} else notify(ctx, sandboxReport(disabledByFlag(), addonError, s, network()), "info");
 		},
 	});
 
@@ -540,7 +543,7 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		handler: async (args, ctx) => {
 			const s = await session(ctx);
 			if (!addon || !s) {
-				ctx.ui.notify(addonLoadFailure(addonError), "error");
+				notify(ctx, addonLoadFailure(addonError), "error");
 				return;
 			}
 			const wanted = args.trim();
@@ -548,11 +551,11 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 				try {
 					s.setMode(addon.parseMode(wanted), "/sandbox-mode");
 				} catch (e) {
-					ctx.ui.notify((e as Error).message, "error");
+					notify(ctx, (e as Error).message, "error");
 					return;
 				}
 			}
-			ctx.ui.notify(`Sandbox mode: ${s.mode}`, "info");
+			notify(ctx, `Sandbox mode: ${s.mode}`, "info");
 			status(ctx, s);
 		},
 	});
@@ -564,7 +567,7 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 			const s = await session(ctx);
 			if (!s) return;
 			const mode = s.cycleMode("Alt+S");
-			ctx.ui.notify(`Sandbox mode: ${mode}`, mode === "yolo" ? "warning" : "info");
+			notify(ctx, `Sandbox mode: ${mode}`, mode === "yolo" ? "warning" : "info");
 			status(ctx, s);
 		},
 	});

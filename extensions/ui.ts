@@ -7,6 +7,37 @@ export type SandboxAddon = typeof import("../index.js");
 /** What pi's read, write and edit tools open files through (off Node's main thread). */
 export type FileBackend = Pick<Sandbox, "readFileAsync" | "writeFileAsync" | "accessFileAsync" | "mkdirAsync">;
 
+/**
+ * Text for the user's eyes, escaped by the Rust core's one function (src/shown.rs): control,
+ * bidi, tag and invisible characters become visible escapes. `text` makes one line; `lines`
+ * keeps a message's own line breaks. Every dialog, notice and note goes through it, whatever
+ * escaped its parts already (escaping twice changes nothing).
+ */
+export const show = {
+	text: coarse(false),
+	lines: coarse(true),
+};
+
+/** Without the core only this extension's own load-failure text is shown: a coarse guard. */
+function coarse(keepNewlines: boolean): (text: string) => string {
+	return (text) =>
+		text.replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, (c) =>
+			keepNewlines && c === "\n" ? c : `\\u{${c.codePointAt(0)!.toString(16)}}`,
+		);
+}
+
+/** Escapes with the core once it is loaded. */
+export function escapeWith(addon: SandboxAddon | undefined): void {
+	if (!addon) return;
+	show.text = addon.shownText;
+	show.lines = addon.shownLines;
+}
+
+/** A notice for the user, escaped. */
+export function notify(ctx: ExtensionContext, text: string, level: "info" | "warning" | "error"): void {
+	ctx.ui.notify(show.lines(text), level);
+}
+
 /** Why every guarded tool is blocked: `cause` says which platform and what to do (load-failure.cjs). */
 export function addonLoadFailure(cause: string | undefined): string {
 	return `pi-sandbox-rs blocks every file tool and bash: ${cause ?? "the native module could not be loaded (unknown cause)"}`;
@@ -23,12 +54,10 @@ export async function choose<C extends Choice>(
 	opts?: { signal?: AbortSignal },
 ): Promise<C["id"] | undefined> {
 	if (!ctx.hasUI) return undefined;
-	const label = await ctx.ui.select(
-		prompt.title,
-		prompt.choices.map((c) => c.label),
-		opts,
-	);
-	return prompt.choices.find((c) => c.label === label)?.id;
+	const labels = prompt.choices.map((c) => show.lines(c.label));
+	const label = await ctx.ui.select(show.lines(prompt.title), labels, opts);
+	const at = label === undefined ? -1 : labels.indexOf(label);
+	return at < 0 ? undefined : prompt.choices[at].id;
 }
 
 export function showStatus(ctx: ExtensionContext, s: Sandbox | undefined, bash: Capability, network: string): void {
@@ -45,7 +74,8 @@ export function showStatus(ctx: ExtensionContext, s: Sandbox | undefined, bash: 
 		const untrusted = project && project.trust !== "trusted" ? " · project rules not trusted" : "";
 		text = `sandbox: ${s.mode} · ${shell}${index}${untrusted}`;
 	}
-	ctx.ui.setStatus("sandbox", text);
+	// The network mode is the --sandbox-network flag's value as given.
+	ctx.ui.setStatus("sandbox", show.text(text));
 }
 
 export function sandboxReport(disabledByFlag: boolean, addonError: string | undefined, s: Sandbox | undefined, network?: NetworkMode): string {
@@ -58,11 +88,6 @@ export function sandboxReport(disabledByFlag: boolean, addonError: string | unde
 	}
 }
 
-/** Control characters shown as escapes: a path the agent named must not drive the terminal. */
-function printable(text: string): string {
-	return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
-}
-
 /** `/sandbox log`: the recent refusals and network decisions, newest last. */
 export function violationReport(s: Sandbox): string {
 	const entries = s.recentViolations(30);
@@ -70,7 +95,8 @@ export function violationReport(s: Sandbox): string {
 	const lines = entries.map((v) => {
 		const from = v.source ? ` (${v.source})` : "";
 		const decision = v.decision ? `  ${v.decision}` : "";
-		return printable(`${v.time}  ${v.layer}  ${v.operation}  ${v.target}${decision}`) + `\n    ${printable(`${v.rule}${from}`)}`;
+		// A path the agent named must not drive the terminal or draw a line of its own.
+		return show.text(`${v.time}  ${v.layer}  ${v.operation}  ${v.target}${decision}`) + `\n    ${show.text(`${v.rule}${from}`)}`;
 	});
 	return `The last ${entries.length} entries (${s.violationLogPath}):\n${lines.join("\n")}`;
 }

@@ -24,10 +24,12 @@ fn baseline_time() -> Option<SystemTime> {
     Some(UNIX_EPOCH + Duration::new(meta.ctime().max(0) as u64, meta.ctime_nsec() as u32))
 }
 
+use crate::content;
 use crate::guard::Protection;
 use crate::hooks::GitPathKind;
-use crate::platform::mounts::{Found, Scan, LINK_TARGET_MISSING};
+use crate::platform::mounts::{fingerprinted_content, Found, Scan, FP_LINK, LINK_TARGET_MISSING};
 use crate::protected::{Keep, OnChange, Place};
+use crate::quarantine::Quarantine;
 
 /// What was done about one new or changed path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,126 +57,44 @@ impl fmt::Display for Finding {
     }
 }
 
-/// The prefix of a quarantine directory (the rest of its name is random); `protected::TABLE`
-/// lists it, so bash binds quarantines read-only and no scan looks inside them.
-pub const QUARANTINE_PREFIX: &str = ".pi-sandbox-quarantine-";
-
-/// git config keys a fresh repository may carry; any other key can run commands or redirect
-/// git (core.hooksPath, core.fsmonitor, filter drivers, aliases, include.path, ...).
-const SAFE_GIT_KEYS: &[&str] = &[
-    "core.repositoryformatversion",
-    "core.filemode",
-    "core.bare",
-    "core.logallrefupdates",
-    "core.ignorecase",
-    "core.precomposeunicode",
-    "core.symlinks",
-    "core.autocrlf",
-    "core.eol",
-    "core.safecrlf",
-    "core.quotepath",
-    "init.defaultbranch",
-    "user.name",
-    "user.email",
-    "extensions.objectformat",
-    "remote.*.url",
-    "remote.*.tagopt",
-    "remote.*.prune",
-    "submodule.*.url",
-    "submodule.*.active",
-    "submodule.*.branch",
-    "core.worktree",
-    "core.sparsecheckout",
-    "core.sparsecheckoutcone",
-    "index.sparse",
-    "extensions.worktreeconfig",
-    "remote.*.fetch",
-    "remote.*.pushurl",
-    "branch.*.remote",
-    "branch.*.merge",
-    "branch.*.rebase",
-];
-
-/// The entries of a git config text: each key lower-cased as git compares it (subsections
-/// as `*`), with the whole entry (section header and line) to tell changed values apart.
-/// Unparseable lines count as a key of their own, so they are never taken for safe.
-fn git_config_entries(text: &str) -> Vec<(String, String)> {
-    let is_blank = |l: &str| l.is_empty() || l.starts_with('#') || l.starts_with(';');
-    let mut section = String::new();
-    let mut header = String::new();
-    let mut entries = Vec::new();
-    for raw in text.lines() {
-        let mut body = raw.trim();
-        if let Some(rest) = body.strip_prefix('[') {
-            let Some(end) = rest.find(']') else {
-                entries.push((format!("unparseable:{body}"), body.to_string()));
-                continue;
-            };
-            header = rest[..end].to_string();
-            section = match header.split_once(|c: char| c.is_whitespace() || c == '.') {
-                Some((name, _sub)) => format!("{}.*", name.to_ascii_lowercase()),
-                None => header.to_ascii_lowercase(),
-            };
-            // A key may follow the header on the same line: `[core] hooksPath = x`.
-            body = rest[end + 1..].trim();
-        }
-        if is_blank(body) {
-            continue;
-        }
-        let name = body.split('=').next().unwrap_or("").trim();
-        entries.push((
-            format!("{section}.{}", name.to_ascii_lowercase()),
-            format!("[{header}] {body}"),
-        ));
-    }
-    entries
-}
-
-fn is_unsafe_key(key: &str) -> bool {
-    !SAFE_GIT_KEYS.contains(&key)
-}
-
-/// Unsafe keys set in `after` by an entry `before` did not have (a new key, or a new value):
-/// what a command added to a git config that git may legitimately rewrite.
-pub fn added_unsafe_git_keys(before: &str, after: &str) -> Vec<String> {
-    let old: Vec<(String, String)> = git_config_entries(before);
-    git_config_entries(after)
-        .into_iter()
-        .filter(|(k, e)| is_unsafe_key(k) && !old.iter().any(|(_, o)| o == e))
-        .map(|(k, _)| k)
-        .collect()
-}
-
-/// Keys in `text` that a fresh repository should not have.
-pub fn unsafe_git_keys(text: &str) -> Vec<String> {
-    added_unsafe_git_keys("", text)
-}
-
 /// The protected paths seen just before a command, to judge what it created or changed.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Auditor {
+    /// Where what is moved aside goes.
+    quarantine: Quarantine,
     /// Path → whether its entry was compared by content (`by_content`), and its fingerprint
     /// (content or link target, for entries compared by content).
     known: HashMap<PathBuf, (bool, Vec<u8>)>,
     /// What could not be neutralised: bash is blocked while any of it is still unsafe.
     blocked: Vec<Found>,
-    /// When the baseline was taken, on the file system's clock (`baseline_time`): an inode
-    /// whose change time is older was not touched by the command.
+    /// When the session started, on the file system's clock (`baseline_time`): an inode
+    /// whose change time is older is the user's. Never moved on: what an earlier command
+    /// (or the write tool) of the session wrote is no more the user's than what this
+    /// command writes.
     since: Option<SystemTime>,
 }
 
 impl Auditor {
+    /// An auditor for a session starting now.
+    pub fn new(quarantine: Quarantine) -> Auditor {
+        Auditor {
+            quarantine,
+            known: HashMap::new(),
+            blocked: Vec::new(),
+            since: baseline_time(),
+        }
+    }
+
     /// Records what exists just before a command: only what appears or changes after it is
     /// suspect.
     pub fn baseline(&mut self, scan: &Scan) {
         for f in compared(scan) {
             self.known.insert(f.path.clone(), known(f));
         }
-        self.since = baseline_time();
     }
 
     /// Whether `path` (and, for a directory, its list of entries) is older than the
-    /// baseline: its inode change time cannot be set back, and moves, links and writes all
+    /// session: its inode change time cannot be set back, and moves, links and writes all
     /// update it.
     fn unchanged_since_baseline(&self, path: &Path) -> bool {
         use std::os::unix::fs::MetadataExt;
@@ -232,7 +152,7 @@ impl Auditor {
                 self.known.insert(found.path.clone(), known(found));
                 continue;
             }
-            let finding = judge(found, before.map(Vec::as_slice));
+            let finding = judge(&self.quarantine, found, before.map(Vec::as_slice));
             // A path moved aside is gone: if a later command re-creates it, that is new again.
             match &finding {
                 Some(f) if f.blocking => self.blocked.push(found.clone()),
@@ -279,18 +199,21 @@ fn compared(scan: &Scan) -> impl Iterator<Item = &Found> {
         .filter(move |f| !is_second_name(f) || !direct.contains(f.path.as_path()))
 }
 
+/// Other names of a protected path, and env files hidden under their link's name (which
+/// may also be protected as themselves): each defers to the path's own entry.
 fn is_second_name(f: &Found) -> bool {
     matches!(
         f.why,
-        Protection::LinkTarget { .. } | Protection::HardLink { .. }
+        Protection::LinkTarget { .. }
+            | Protection::HardLink { .. }
+            | Protection::EnvFile { also: None }
     )
 }
 
-/// Moves `path` into a new quarantine directory beside it (random name, made by us), under
-/// a name no table entry matches; `restore` is written back in its place (a changed file
-/// that existed before the command). Fails closed: a path that cannot be moved is reported
-/// as blocking.
-fn quarantine(path: &Path, why: &str, restore: Option<&[u8]>) -> Finding {
+/// Moves `path` into the project's quarantine (`crate::quarantine`); `restore` is written
+/// back in its place (a changed file that existed before the command). Fails closed: a
+/// path that cannot be moved is reported as blocking.
+fn quarantine(to: &Quarantine, path: &Path, why: &str, restore: Option<&[u8]>) -> Finding {
     let fail = |e: String| {
         Finding {
         path: path.to_path_buf(),
@@ -301,24 +224,10 @@ fn quarantine(path: &Path, why: &str, restore: Option<&[u8]>) -> Finding {
         blocking: true,
     }
     };
-    let Some(parent) = path.parent() else {
-        return fail("no parent directory".into());
+    let to = match to.move_aside(path) {
+        Ok(to) => to,
+        Err(e) => return fail(e),
     };
-    let dir = match tempfile::Builder::new()
-        .prefix(QUARANTINE_PREFIX)
-        .rand_bytes(12)
-        .tempdir_in(parent)
-    {
-        Ok(d) => d.keep(),
-        Err(e) => return fail(e.to_string()),
-    };
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".quarantined");
-    let to = dir.join(name);
-    if let Err(e) = std::fs::rename(path, &to) {
-        let _ = std::fs::remove_dir(&dir);
-        return fail(e.to_string());
-    }
     if let Some(bytes) = restore {
         if let Err(e) = restore_file(path, bytes) {
             return Finding {
@@ -338,11 +247,14 @@ fn quarantine(path: &Path, why: &str, restore: Option<&[u8]>) -> Finding {
     }
 }
 
-fn restore_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    if let Some(target) = bytes.strip_prefix(b"link:") {
+/// Puts back what a fingerprint (`mounts::fingerprint`) recorded: a link, or a file's content.
+fn restore_file(path: &Path, fingerprint: &[u8]) -> std::io::Result<()> {
+    if let Some(target) = fingerprint.strip_prefix(FP_LINK) {
         use std::os::unix::ffi::OsStrExt;
         return std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(target), path);
     }
+    let bytes = fingerprinted_content(fingerprint)
+        .ok_or_else(|| std::io::Error::other("no content was recorded"))?;
     use std::io::Write as _;
     let mut f = std::fs::OpenOptions::new()
         .write(true)
@@ -351,7 +263,9 @@ fn restore_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     f.write_all(bytes)
 }
 
-/// The live hooks in a hooks directory: anything but git's `*.sample` files.
+/// The live hooks in a hooks directory: anything but git's `*.sample` files. Names only:
+/// nothing is opened but the directory (`O_DIRECTORY`: a FIFO put in its place fails at
+/// once), and any kind of file under a live name is live.
 fn live_hooks(dir: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(dir)
         .into_iter()
@@ -362,31 +276,78 @@ fn live_hooks(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Whether the gitfile `path` points at a git dir git made for it: a linked worktree's
-/// admin dir (`<common>/worktrees/<name>`) whose `gitdir` back-link names `path`, or a
-/// submodule's git dir (`<git dir>/modules/...`).
-fn gitfile_is_linked(path: &Path) -> bool {
-    let Some(target) = crate::protected::gitfile_target(path) else {
+/// Whether the gitfile `path` points at a git dir git made for it, proven by git's own
+/// back-link from that git dir to `path`, never by where the git dir sits: a linked
+/// worktree's admin dir whose `gitdir` file names `path`, or a submodule's git dir whose
+/// `core.worktree` (as git reads it) is the directory holding `path`. Err says why not.
+fn gitfile_is_linked(path: &Path) -> Result<(), String> {
+    let text =
+        content::read(path, content::GIT_FILE_LIMIT).map_err(|not| not_a_file(&not, "gitfile"))?;
+    let Some(target) = crate::protected::gitfile_target_in(path, &text) else {
+        return Err("git does not read it as a gitfile (`gitdir: <path>`)".into());
+    };
+    if crate::protected::worktree_links_back(&target, path) || submodule_links_back(&target, path) {
+        return Ok(());
+    }
+    Err("it names no git dir that git itself linked to it (a worktree's admin dir whose gitdir file names it, or a submodule's git dir whose core.worktree names its folder)".into())
+}
+
+/// `git submodule` writes `core.worktree` into the submodule's git dir, relative to it.
+fn submodule_links_back(git_dir: &Path, gitfile: &Path) -> bool {
+    let Some(worktree) = crate::hooks::core_worktree(git_dir) else {
         return false;
     };
-    if crate::protected::worktree_links_back(&target, path) {
-        return true;
+    let (Some(dir), Ok(back)) = (
+        gitfile.parent(),
+        crate::paths::canonicalize(&git_dir.join(worktree)),
+    ) else {
+        return false;
+    };
+    crate::paths::canonicalize(dir).is_ok_and(|d| d == back)
+}
+
+/// Why what is at a path is no `expected` file: what it is instead. A FIFO, socket or
+/// device would make git (and a reader without `content::read`'s care) wait or fail.
+fn not_a_file(not: &content::NotContent, expected: &str) -> String {
+    use content::NotContent::{Device, Fifo, Socket};
+    let blocks = matches!(not, Fifo | Socket | Device);
+    format!(
+        "it is {not}, not a {expected}{}",
+        if blocks {
+            ": git would wait on it or fail reading it"
+        } else {
+            ""
+        }
+    )
+}
+
+/// Why the git config at `path` is unsafe, as git reads it: entries the command added
+/// (`before`: its fingerprint from before the command) with keys off the safe list, a file
+/// git cannot read, or no regular file at all. None when it is safe.
+fn unsafe_git_config(path: &Path, before: Option<&[u8]>) -> Option<String> {
+    let text = match content::read(path, content::GIT_FILE_LIMIT) {
+        Ok(text) => text,
+        Err(not) => return Some(not_a_file(&not, "git config")),
+    };
+    let old = before.and_then(fingerprinted_content);
+    match crate::git_config::added_unsafe_keys(old, &text, path) {
+        Ok(bad) if bad.is_empty() => None,
+        Ok(bad) => Some(format!(
+            "this git config sets {} (can run commands outside the sandbox); git works without it",
+            bad.join(", ")
+        )),
+        Err(e) => Some(format!(
+            "{e}; only a config git reads, with safe keys, is kept"
+        )),
     }
-    // A submodule's: an existing git dir somewhere below `<git dir>/modules/`.
-    target.is_dir()
-        && crate::protected::is_git_dir_on_disk(&target)
-        && target.ancestors().skip(1).any(|a| {
-            a.file_name() == Some(std::ffi::OsStr::new("modules"))
-                && a.parent().is_some_and(crate::protected::is_git_dir_on_disk)
-        })
 }
 
 /// Judges one new (`before` None) or changed path by its table entry's rule.
-fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
+fn judge(to: &Quarantine, found: &Found, before: Option<&[u8]>) -> Option<Finding> {
     let path = &found.path;
-    // Content before the command, to put back: only for files compared by content (not the
-    // marker of a protected link's missing target, which is no content).
-    let restore = before.filter(|b| !b.is_empty() && *b != LINK_TARGET_MISSING);
+    // What was there before the command, to put back: a regular file's content or a link
+    // (not what the fingerprint says of anything else, which is no content).
+    let restore = before.filter(|b| fingerprinted_content(b).is_some() || b.starts_with(FP_LINK));
     let why = match &found.why {
         Protection::EnvFile { also: Some(also) } => also.as_ref(),
         why => why,
@@ -397,6 +358,7 @@ fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
         // existing files read-only, so a new one is moved aside (kept, never deleted).
         Protection::DenyWrite(label) => {
             return Some(quarantine(
+                to,
                 path,
                 &format!("it matches {label}, which the agent may not create or change; remove the pattern from filesystem.denyWrite, or create the file yourself, if it is wanted"),
                 restore,
@@ -410,12 +372,13 @@ fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
                     "it is the {label}; git would read it on the host, where its keys can run commands"
                 ),
             };
-            return Some(quarantine(path, &why, restore));
+            return Some(quarantine(to, path, &why, restore));
         }
         // What a protected link pointed to while it did not exist, created by the command:
         // pi or git load it through the link.
         Protection::LinkTarget { link, of } if before == Some(LINK_TARGET_MISSING) => {
             return Some(quarantine(
+                to,
                 path,
                 &format!(
                     "it is what the protected link {} ({}) points to, and did not exist before the command",
@@ -435,6 +398,7 @@ fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
     let what = hit.entry.why;
     if is_link {
         return Some(quarantine(
+            to,
             path,
             &format!("a link here makes pi or git load whatever it points to ({what})"),
             restore,
@@ -442,60 +406,36 @@ fn judge(found: &Found, before: Option<&[u8]>) -> Option<Finding> {
     }
     match hit.entry.on_change {
         OnChange::Accept => None,
-        OnChange::MoveAside => Some(quarantine(path, what, restore)),
+        OnChange::MoveAside => Some(quarantine(to, path, what, restore)),
         // An empty one holds nothing pi could load (and may be another run's placeholder).
         OnChange::MoveUnlessEmpty if is_empty_dir(path) => None,
-        OnChange::MoveUnlessEmpty => Some(quarantine(path, what, restore)),
+        OnChange::MoveUnlessEmpty => Some(quarantine(to, path, what, restore)),
         OnChange::MoveIfLiveHooks => {
             // A fresh `git init` writes only *.sample hooks, which git never runs; anything
             // else (a file where the directory belongs included) is not git's own.
             if is_dir(path) && live_hooks(path).is_empty() {
                 return None;
             }
-            Some(quarantine(path, what, restore))
+            Some(quarantine(to, path, what, restore))
         }
         // A directory where a config file belongs holds no keys: git cannot read it.
         OnChange::MoveIfUnsafeGitConfig if is_dir(path) => None,
         OnChange::MoveIfUnsafeGitConfig => {
-            let text = std::fs::read(path)
-                .map(|b| String::from_utf8_lossy(&b).into_owned())
-                .unwrap_or_else(|_| "[unreadable".into());
-            let old = before
-                .map(|b| String::from_utf8_lossy(b).into_owned())
-                .unwrap_or_default();
-            let bad = added_unsafe_git_keys(&old, &text);
-            if bad.is_empty() {
-                return None;
-            }
-            Some(quarantine(
-                path,
-                &format!(
-                    "this git config sets {} (can run commands outside the sandbox); git works without it",
-                    bad.join(", ")
-                ),
-                restore,
-            ))
+            unsafe_git_config(path, before).map(|why| quarantine(to, path, &why, restore))
         }
-        OnChange::MoveUnlessGitLinked => {
-            if gitfile_is_linked(path) {
-                return None;
-            }
-            Some(quarantine(
-                path,
-                &format!("{what}; it names no git dir that git itself linked to it (a worktree's admin dir or a submodule's git dir)"),
-                restore,
-            ))
-        }
+        OnChange::MoveUnlessGitLinked => match gitfile_is_linked(path) {
+            Ok(()) => None,
+            Err(not) => Some(quarantine(to, path, &format!("{what}; {not}"), restore)),
+        },
+        // Compared as git reads the file (`protected::git_path_text`), so that git cannot
+        // read a path other than the one accepted.
         OnChange::MoveUnlessContent(expected) => {
-            let text = std::fs::read(path).unwrap_or_default();
-            if text.trim_ascii() == expected.as_bytes() {
-                return None;
-            }
-            Some(quarantine(
-                path,
-                &format!("{what}; git itself writes {expected:?} here"),
-                restore,
-            ))
+            let why = match content::read(path, content::GIT_FILE_LIMIT) {
+                Ok(t) if crate::protected::git_path_text(&t) == expected.as_bytes() => return None,
+                Ok(_) => format!("{what}; git itself writes {expected:?} here"),
+                Err(not) => format!("{what}; {}", not_a_file(&not, "file git writes")),
+            };
+            Some(quarantine(to, path, &why, restore))
         }
     }
 }
@@ -528,7 +468,7 @@ impl Auditor {
             if std::fs::symlink_metadata(&found.path).is_err() {
                 continue;
             }
-            if let Some(f) = judge(&found, None).filter(|f| f.blocking) {
+            if let Some(f) = judge(&self.quarantine, &found, None).filter(|f| f.blocking) {
                 still.push(f);
                 remaining.push(found);
             }
@@ -541,36 +481,6 @@ impl Auditor {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fresh_git_init_config_is_safe_and_command_keys_are_not() {
-        let fresh = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n";
-        assert!(unsafe_git_keys(fresh).is_empty());
-        let remote = "[remote \"origin\"]\n\turl = https://x\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch \"main\"]\n\tremote = origin\n";
-        assert!(
-            unsafe_git_keys(remote).is_empty(),
-            "{:?}",
-            unsafe_git_keys(remote)
-        );
-        assert_eq!(
-            unsafe_git_keys("[core]\n  hooksPath = /x\n"),
-            ["core.hookspath"]
-        );
-        assert_eq!(
-            unsafe_git_keys("[core] fsmonitor = evil\n"),
-            ["core.fsmonitor"]
-        );
-        assert_eq!(unsafe_git_keys("[alias]\n st = !sh -c x\n"), ["alias.st"]);
-        assert_eq!(
-            unsafe_git_keys("[include]\n path = ../x\n"),
-            ["include.path"]
-        );
-        assert_eq!(
-            unsafe_git_keys("[filter \"lfs\"]\n clean = x\n"),
-            ["filter.*.clean"]
-        );
-        assert_eq!(unsafe_git_keys("[core\n"), ["unparseable:[core"]);
-    }
 
     use crate::config::{merge, Env};
     use crate::guard::{ApprovalMode, Guard};
@@ -586,6 +496,10 @@ mod tests {
         (t, root.join("proj"), g)
     }
 
+    fn auditor(g: &Guard) -> Auditor {
+        Auditor::new(Quarantine::for_project(&g.env().agent_dir, &g.env().cwd))
+    }
+
     fn scan(g: &Guard, root: &Path) -> Scan {
         scan_protected(g, &[root.to_path_buf()])
     }
@@ -595,7 +509,7 @@ mod tests {
         let (_t, root, g) = setup();
         let old_pi = root.join("old/.pi");
         std::fs::create_dir_all(old_pi.join("extensions")).unwrap();
-        let mut a = Auditor::default();
+        let mut a = auditor(&g);
         a.baseline(&scan(&g, &root));
         // what the command does
         let new_pi = root.join("new/.pi");
@@ -615,20 +529,14 @@ mod tests {
         let moved = found.iter().find(|f| f.path == new_pi).unwrap();
         let to = moved.moved_to.as_ref().unwrap();
         assert!(!new_pi.exists() && to.join("settings.json").exists());
-        // the quarantine directory's name is random and matches no table entry
-        let qdir = to
-            .parent()
-            .unwrap()
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
-        assert!(qdir.starts_with(QUARANTINE_PREFIX) && qdir.len() >= QUARANTINE_PREFIX.len() + 12);
+        // the quarantine is pi's agent dir, outside every tree the command could write or
+        // git shows
+        assert!(
+            to.starts_with(g.env().agent_dir.join("sandbox-quarantine")),
+            "{to:?}"
+        );
+        assert!(!to.starts_with(&root));
         assert_eq!(to.file_name().unwrap(), ".pi.quarantined");
-        // the table knows the quarantine by this name: bash binds it read-only
-        let mut no_git = |_: &Path| false;
-        let hit = g.anchors().classify(to, &mut no_git).unwrap();
-        assert_eq!(hit.entry.what, "sandbox quarantine");
         assert!(!moved.blocking);
         assert!(old_pi.exists() && root.join("empty/.pi").exists());
         // a new denyWrite match is moved aside too: the agent may not create it
@@ -654,7 +562,7 @@ mod tests {
     #[test]
     fn a_live_hook_or_a_dangerous_config_is_moved_aside() {
         let (_t, root, g) = setup();
-        let mut a = Auditor::default();
+        let mut a = auditor(&g);
         a.baseline(&scan(&g, &root));
         let git = root.join("r/.git");
         std::fs::create_dir_all(git.join("hooks")).unwrap();
@@ -687,7 +595,7 @@ mod tests {
         std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
         std::fs::create_dir_all(&admin).unwrap();
         std::fs::write(admin.join("commondir"), "../..\n").unwrap();
-        let mut a = Auditor::default();
+        let mut a = auditor(&g);
         a.baseline(&scan(&g, &root));
         std::fs::write(admin.join("commondir"), "/home/evil/repo\n").unwrap();
         let found = a.after(&scan(&g, &root));
@@ -718,7 +626,7 @@ mod tests {
         std::fs::write(sub.join("hooks/build.sh"), "#!/bin/sh\n").unwrap();
         // older than the baseline by more than a clock tick, as a user's files are
         std::thread::sleep(Duration::from_millis(20));
-        let mut a = Auditor::default();
+        let mut a = auditor(&g);
         a.baseline(&scan(&g, &root));
         // the command makes sub a git dir: the user's config and hooks are covered now
         std::fs::create_dir_all(sub.join("objects")).unwrap();
@@ -733,7 +641,7 @@ mod tests {
         let other = root.join("other");
         std::fs::create_dir_all(other.join("hooks")).unwrap();
         std::thread::sleep(Duration::from_millis(20));
-        let mut a = Auditor::default();
+        let mut a = auditor(&g);
         a.baseline(&scan(&g, &root));
         std::fs::write(other.join("hooks/pre-commit"), "#!/bin/sh\nevil\n").unwrap();
         std::fs::create_dir_all(other.join("objects")).unwrap();
@@ -763,6 +671,138 @@ mod tests {
         found
     }
 
+    fn mkfifo(path: &Path) {
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "{path:?}");
+    }
+
+    fn git_dir(path: &Path) {
+        for d in ["objects", "refs"] {
+            std::fs::create_dir_all(path.join(d)).unwrap();
+        }
+        std::fs::write(path.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    }
+
+    #[test]
+    fn a_config_is_judged_as_git_reads_it() {
+        let (_t, root, g) = setup();
+        let sub = root.join(".git/modules/s");
+        git_dir(&root.join(".git"));
+        git_dir(&sub);
+        std::fs::write(sub.join("config"), "[core]\n\thooksPath = mine\n").unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let mut a = auditor(&g);
+        a.baseline(&scan(&g, &root));
+        // a new repository's config: read to the first `]`, the old parser saw remote.*.url
+        let r1 = root.join("r1/.git");
+        git_dir(&r1);
+        let escape = "[remote \"a]url=x\"] [core] fsmonitor = touch /tmp/pwned\n";
+        std::fs::write(r1.join("config"), escape).unwrap();
+        // a config git cannot read
+        let r2 = root.join("r2/.git");
+        git_dir(&r2);
+        std::fs::write(r2.join("config"), "[core]\n\tbare = \"open\n").unwrap();
+        // the submodule's config rewritten as git would (the user's key, reformatted, and
+        // core.worktree), then with the escape appended
+        let sub_config = "[core]\n  hookspath=mine\n  worktree = ../../../s\n";
+        std::fs::write(sub.join("config"), sub_config).unwrap();
+        let first = audit(&mut a, &g, &root);
+        assert!(
+            first.iter().all(|f| f.path != sub.join("config")),
+            "{first:?}"
+        );
+        std::fs::write(sub.join("config"), format!("{sub_config}{escape}")).unwrap();
+        let found = [first, audit(&mut a, &g, &root)].concat();
+        let why = |p: &Path| {
+            let f = found.iter().find(|f| f.path == p).expect("judged");
+            assert!(f.moved_to.is_some(), "{f:?}");
+            f.why.clone()
+        };
+        assert!(why(&r1.join("config")).contains("core.fsmonitor"));
+        let e = why(&r2.join("config"));
+        assert!(
+            e.contains("git cannot read it") && e.contains(&*r2.to_string_lossy()),
+            "{e}"
+        );
+        assert!(why(&sub.join("config")).contains("core.fsmonitor"));
+        // the user's content put back
+        assert_eq!(
+            std::fs::read_to_string(sub.join("config")).unwrap(),
+            sub_config
+        );
+    }
+
+    #[test]
+    fn a_fifo_where_git_expects_a_file_is_moved_aside_without_blocking() {
+        let (_t, root, g) = setup();
+        let admin = root.join(".git/worktrees/wt");
+        git_dir(&root.join(".git"));
+        std::fs::create_dir_all(&admin).unwrap();
+        std::fs::write(admin.join("config.worktree"), "").unwrap();
+        std::fs::write(admin.join("commondir"), "../..\n").unwrap();
+        std::fs::write(admin.join("gitdir"), "/x/.git\n").unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let mut a = auditor(&g);
+        a.baseline(&scan(&g, &root));
+        let r = root.join("r/.git");
+        git_dir(&r);
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        let fifos = [
+            r.join("config"),
+            root.join("sub/.git"),
+            // replacing a file that was empty: its fingerprint says what it is now
+            admin.join("config.worktree"),
+            admin.join("commondir"),
+        ];
+        for f in &fifos {
+            let _ = std::fs::remove_file(f);
+            mkfifo(f);
+        }
+        let started = std::time::Instant::now();
+        let found = audit(&mut a, &g, &root);
+        assert!(started.elapsed() < Duration::from_secs(20));
+        for f in &fifos {
+            let finding = found
+                .iter()
+                .find(|x| x.path == *f)
+                .unwrap_or_else(|| panic!("{f:?}: {found:?}"));
+            assert!(
+                finding.moved_to.is_some() && !finding.blocking,
+                "{finding:?}"
+            );
+            assert!(finding.why.contains("it is a FIFO"), "{}", finding.why);
+            assert!(std::fs::symlink_metadata(f).is_ok_and(|m| m.is_file()) || !f.exists());
+        }
+        // the file that was there is put back
+        assert_eq!(
+            std::fs::read_to_string(admin.join("commondir")).unwrap(),
+            "../..\n"
+        );
+    }
+
+    #[test]
+    fn a_worktree_commondir_is_compared_as_git_reads_it() {
+        let (_t, root, g) = setup();
+        git_dir(&root.join(".git"));
+        let mut a = auditor(&g);
+        a.baseline(&scan(&g, &root));
+        // git reads `../.. ` as a directory named `.. ` beside the admin dirs; CR/LF and
+        // what follows a NUL it does not read
+        for (name, text, kept) in [
+            ("a", "../.. \n", false),
+            ("b", " ../..", false),
+            ("c", "../..\r\n", true),
+            ("d", "../..\0/elsewhere\n", true),
+        ] {
+            let admin = root.join(".git/worktrees").join(name);
+            std::fs::create_dir_all(&admin).unwrap();
+            std::fs::write(admin.join("commondir"), text).unwrap();
+            let found = audit(&mut a, &g, &root);
+            assert_eq!(found.is_empty(), kept, "{text:?}: {found:?}");
+        }
+    }
+
     #[test]
     fn a_users_commondir_is_left_when_the_command_changes_the_entry_covering_it() {
         let (_t, root, g) = setup();
@@ -772,7 +812,7 @@ mod tests {
         std::fs::create_dir_all(&pkg).unwrap();
         std::fs::write(pkg.join("commondir"), "the user's notes\n").unwrap();
         std::thread::sleep(Duration::from_millis(20));
-        let mut a = Auditor::default();
+        let mut a = auditor(&g);
         a.baseline(&scan(&g, &root));
         // the command makes x a git dir (pkg/commondir is now a worktree's commondir there,
         // compared by content) and plants a config in pkg
@@ -800,7 +840,7 @@ mod tests {
         std::fs::create_dir_all(root.join("y/worktrees/pkg")).unwrap();
         std::fs::write(root.join("y/worktrees/pkg/commondir"), "../..\n").unwrap();
         std::thread::sleep(Duration::from_millis(20));
-        let mut a = Auditor::default();
+        let mut a = auditor(&g);
         a.baseline(&scan(&g, &root));
         std::fs::remove_dir(root.join("y/refs")).unwrap();
         assert_eq!(audit(&mut a, &g, &root), vec![]);
@@ -814,7 +854,7 @@ mod tests {
         std::fs::create_dir_all(root.join("b")).unwrap();
         // sub/.pi points at a file that does not exist yet (and is named like a git pointer)
         std::os::unix::fs::symlink("../b/commondir", root.join("sub/.pi")).unwrap();
-        let mut a = Auditor::default();
+        let mut a = auditor(&g);
         a.baseline(&scan(&g, &root));
         std::fs::write(root.join("b/commondir"), "../elsewhere\n").unwrap();
         let first = a.after_structural(&scan(&g, &root));
@@ -841,7 +881,7 @@ mod tests {
         .unwrap();
         // a `.env` (denyWrite) link whose target is that file: two entries for one path
         std::os::unix::fs::symlink(admin.join("config.worktree"), root.join(".env")).unwrap();
-        let mut a = Auditor::default();
+        let mut a = auditor(&g);
         a.baseline(&scan(&g, &root));
         // nothing changed: nothing to judge, the user's config stays
         assert_eq!(a.after(&scan(&g, &root)), vec![]);
@@ -865,7 +905,7 @@ mod tests {
             }),
             fingerprint: vec![],
         };
-        let mut a = Auditor::default();
+        let mut a = auditor(&g);
         a.baseline(&scan(&g, &root));
         let now = Scan {
             protected: vec![found],
@@ -876,5 +916,77 @@ mod tests {
         assert!(f[0].why.contains("bash stays blocked"));
         assert_eq!(a.retry_blocked().len(), 1);
         assert_eq!(a.retry_blocked().len(), 1, "still there, still blocking");
+    }
+
+    #[test]
+    fn what_an_earlier_command_of_the_session_wrote_is_not_the_users() {
+        let (_t, root, g) = setup();
+        let mut a = auditor(&g);
+        // a hook written by the write tool before the session's first command
+        let r = root.join("r");
+        std::fs::create_dir_all(r.join("hooks")).unwrap();
+        std::fs::write(r.join("hooks/pre-commit"), "#!/bin/sh\nevil\n").unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        // first command: a config in that plain directory (nothing to judge yet)
+        a.baseline(&scan(&g, &root));
+        std::fs::write(r.join("config"), "[core]\n\tfsmonitor = evil\n").unwrap();
+        assert_eq!(a.after(&scan(&g, &root)), vec![]);
+        // long after, the next command makes r a git dir: both are judged as the command's
+        std::thread::sleep(Duration::from_millis(20));
+        a.baseline(&scan(&g, &root));
+        std::fs::create_dir_all(r.join("objects")).unwrap();
+        std::fs::create_dir_all(r.join("refs")).unwrap();
+        let found = audit(&mut a, &g, &root);
+        let mut paths: Vec<&Path> = found.iter().map(|f| f.path.as_path()).collect();
+        paths.sort();
+        assert_eq!(paths, [r.join("config"), r.join("hooks")], "{found:?}");
+        assert!(!r.join("config").exists() && !r.join("hooks").exists());
+    }
+
+    #[test]
+    fn a_folder_named_like_an_old_quarantine_is_judged_like_any_other() {
+        let (_t, root, g) = setup();
+        let mut a = auditor(&g);
+        a.baseline(&scan(&g, &root));
+        // a bare repository with a live hook, inside a folder named as quarantines once were
+        let bare = root.join(".pi-sandbox-quarantine-AAAAAAAAAAAA/remote.git");
+        for d in ["objects", "refs", "hooks"] {
+            std::fs::create_dir_all(bare.join(d)).unwrap();
+        }
+        std::fs::write(bare.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(bare.join("hooks/pre-receive"), "#!/bin/sh\nevil\n").unwrap();
+        let found = audit(&mut a, &g, &root);
+        assert!(
+            found.iter().any(|f| f.path == bare.join("hooks")),
+            "{found:?}"
+        );
+        assert!(!bare.join("hooks/pre-receive").exists());
+    }
+
+    #[test]
+    fn a_gitfile_into_modules_is_trusted_only_through_gits_back_link() {
+        let (_t, root, g) = setup();
+        for d in ["objects", "refs"] {
+            std::fs::create_dir_all(root.join(".git").join(d)).unwrap();
+        }
+        // the user's submodule git dir: its core.worktree names ../../../lib
+        let module = root.join(".git/modules/lib");
+        for d in ["objects", "refs", "hooks"] {
+            std::fs::create_dir_all(module.join(d)).unwrap();
+        }
+        std::fs::write(module.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(module.join("config"), "[core]\n\tworktree = ../../../lib\n").unwrap();
+        std::fs::create_dir_all(root.join("lib")).unwrap();
+        std::fs::create_dir_all(root.join("other")).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let mut a = auditor(&g);
+        a.baseline(&scan(&g, &root));
+        // git's own gitfile in lib, and a planted one in other pointing at the same git dir
+        std::fs::write(root.join("lib/.git"), "gitdir: ../.git/modules/lib\n").unwrap();
+        std::fs::write(root.join("other/.git"), "gitdir: ../.git/modules/lib\n").unwrap();
+        let found = audit(&mut a, &g, &root);
+        let paths: Vec<&Path> = found.iter().map(|f| f.path.as_path()).collect();
+        assert_eq!(paths, [root.join("other/.git")], "{found:?}");
+        assert!(root.join("lib/.git").exists());
     }
 }

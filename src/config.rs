@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::shown;
 use crate::trust::{ProjectLayer, Trust};
 
 /// Where a value came from.
@@ -29,7 +30,8 @@ impl fmt::Display for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Source::Defaults => write!(f, "built-in defaults"),
-            Source::File(p) => write!(f, "{}", p.display()),
+            // Shown wherever a rule's source is (dialogs, /sandbox): a path from the disk.
+            Source::File(p) => f.write_str(&shown::path(p)),
             Source::Mandatory => write!(f, "built-in protection (cannot be turned off)"),
             Source::Runtime(how) => write!(f, "{how}"),
         }
@@ -225,10 +227,13 @@ impl ConfigError {
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            // The file's name and what the parser quotes from it (an unknown key, a bad
+            // value) are the file's: escaped, so a hostile one cannot fake a line.
             ConfigError::Read { file, message } => write!(
                 f,
-                "cannot read sandbox config {}: {message}. Fix its permissions or remove it.",
-                file.display()
+                "cannot read sandbox config {}: {}. Fix its permissions or remove it.",
+                shown::path(file),
+                shown::text(message)
             ),
             ConfigError::Parse {
                 file,
@@ -237,13 +242,16 @@ impl fmt::Display for ConfigError {
                 message,
             } => write!(
                 f,
-                "{}:{line}:{column}: invalid JSON in sandbox config: {message}. Fix the syntax at that position.",
-                file.display()
+                "{}:{line}:{column}: invalid JSON in sandbox config: {}. Fix the syntax at that position.",
+                shown::path(file),
+                shown::text(message)
             ),
             ConfigError::Schema { file, key, message } => write!(
                 f,
-                "{}: key `{key}`: {message}",
-                file.display()
+                "{}: key `{}`: {}",
+                shown::path(file),
+                shown::text(key),
+                shown::text(message)
             ),
         }
     }
@@ -759,7 +767,7 @@ fn project_meaning(env: &Env, base: &Config, text: &str) -> Result<ProjectMeanin
     let mut meaning = text.to_string();
     for w in &widenings {
         meaning.push('\0');
-        meaning.push_str(&w.what);
+        meaning.push_str(&w.meaning);
     }
     Ok(ProjectMeaning {
         wanted,
@@ -904,6 +912,21 @@ mod tests {
         assert_eq!(e.code(), "E_CONFIG_SCHEMA");
         let e = one(r#"{"enabeld":true}"#).unwrap_err();
         assert!(e.to_string().contains("`enabeld`"), "{e}");
+    }
+
+    #[test]
+    fn what_a_hostile_file_says_in_its_errors_is_escaped() {
+        // An unknown key the parser quotes back: it must not start a line of its own or
+        // erase one in the notice that shows the error.
+        for text in [
+            "{\"x\\nFAKE LINE\\u001b[2K\\u202e\": 1}",
+            "{\"mode\": \"a\\u2028b\\r\"}",
+        ] {
+            let e = one(text).unwrap_err().to_string();
+            assert!(!e.chars().any(shown::is_hidden), "{e:?}");
+        }
+        let e = one("{\"x\\nFAKE\": 1}").unwrap_err().to_string();
+        assert!(e.contains("x\\x0aFAKE"), "{e}");
     }
 
     #[test]

@@ -2,14 +2,14 @@
 //! Rust code whose strings they list: a value added or renamed on one side fails here.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::config::{Mode, MODE_HELP};
 use crate::guard::{ApprovalMode, Decision, Op, Verdict, ENV_FILE_RULE};
 use crate::policy::Network;
 use crate::prompts::{self, Prompt};
 use crate::session::WriteScope;
-use crate::trust::{ProjectLayer, Trust, Widening};
+use crate::trust::{ProjectLayer, Trust, Weight, Widening};
 
 const HEADER: &str = include_str!("dts-header.d.ts");
 
@@ -147,30 +147,32 @@ fn asking(op: Op, path: &str, rule: &str) -> Decision {
 
 #[test]
 fn prompt_types_offer_the_choices_the_prompts_do() {
-    let (p, g) = (Path::new("/p/.pi/sandbox.json"), Path::new("/g.json"));
+    let files = prompts::GrantFiles {
+        project: "/p/.pi/sandbox.json".into(),
+        global: "/g.json".into(),
+        project_applies: true,
+    };
+    let f = &files;
     let layer = ProjectLayer {
-        file: p.to_path_buf(),
+        file: files.project.clone(),
         sha256: "0".repeat(64),
         widenings: vec![Widening {
             key: "filesystem.allowWrite",
             what: "write /srv".into(),
+            weight: Weight::Outside,
+            meaning: "write /srv".into(),
         }],
         trust: Trust::Pending,
     };
     let words = crate::approvals::prefix_choices("git log --oneline");
     let all: Vec<Prompt> = vec![
-        prompts::for_decision(
-            &asking(Op::Write, "/srv/x", "outside allowWrite"),
-            p,
-            g,
-            false,
-        ),
-        prompts::for_decision(&asking(Op::Write, "/x", "outside allowWrite"), p, g, true),
-        prompts::for_decision(&asking(Op::Read, "/p/.env", ENV_FILE_RULE), p, g, false),
-        prompts::for_decision(&asking(Op::Write, "/p/.env", ENV_FILE_RULE), p, g, false),
+        prompts::for_decision(&asking(Op::Write, "/srv/x", "outside allowWrite"), f, false),
+        prompts::for_decision(&asking(Op::Write, "/x", "outside allowWrite"), f, true),
+        prompts::for_decision(&asking(Op::Read, "/p/.env", ENV_FILE_RULE), f, false),
+        prompts::for_decision(&asking(Op::Write, "/p/.env", ENV_FILE_RULE), f, false),
         prompts::unsandboxed_command("make", "bwrap is missing."),
         prompts::command_key("git log --oneline", &words),
-        prompts::network_host("example.com", 443, false, p, g),
+        prompts::network_host("example.com", 443, false, f),
         prompts::project_trust(&layer),
     ];
 

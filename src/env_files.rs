@@ -379,7 +379,10 @@ fn list(dir: &Path, stamp: Stamp, previous: Option<Listed>) -> Listed {
             for (name, kind) in entries {
                 if kind.is_dir() {
                     listed.subdirs.push(name);
-                } else if kind.is_file() && crate::guard::is_env_file(Path::new(&name)) {
+                } else if (kind.is_file() || kind.is_symlink())
+                    && crate::guard::is_env_file(Path::new(&name))
+                {
+                    // A link named like an env file too: what it leads to is hidden.
                     listed.env_files.push(name);
                 }
             }
@@ -387,7 +390,10 @@ fn list(dir: &Path, stamp: Stamp, previous: Option<Listed>) -> Listed {
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
             listed.env_files = LIKELY_NAMES
                 .iter()
-                .filter(|n| std::fs::symlink_metadata(dir.join(n)).is_ok_and(|m| m.is_file()))
+                .filter(|n| {
+                    std::fs::symlink_metadata(dir.join(n))
+                        .is_ok_and(|m| m.is_file() || m.file_type().is_symlink())
+                })
                 .map(OsString::from)
                 .collect();
         }
@@ -430,9 +436,15 @@ mod tests {
         std::os::unix::fs::symlink(outside.path(), home.join("work/linked")).unwrap();
         std::os::unix::fs::symlink(outside.path().join(".env"), home.join("work/.env")).unwrap();
         let found = Tree::default().pass(home, &|_| false);
+        // a link named like one is found (what it leads to is hidden), never gone into
         assert_eq!(
             names(&found, home),
-            [".env", "work/x/.env.local", "work/x/deep/er/.env"]
+            [
+                ".env",
+                "work/.env",
+                "work/x/.env.local",
+                "work/x/deep/er/.env"
+            ]
         );
     }
 

@@ -147,7 +147,12 @@ impl fmt::Display for GuardError {
                 entry,
                 source,
                 message,
-            } => write!(f, "{source}: key `{key}`: entry {entry:?}: {message}"),
+            } => write!(
+                f,
+                "{source}: key `{key}`: entry {}: {}",
+                crate::shown::quoted(entry),
+                crate::shown::text(message)
+            ),
         }
     }
 }
@@ -260,9 +265,9 @@ impl Guard {
             let source = config.deny_read.source.to_string();
             let label = match config.deny_read_reasons.get(raw.as_str()) {
                 Some(why) if config.deny_read.source == Source::Defaults => {
-                    format!("denyRead entry '{raw}' ({why})")
+                    format!("denyRead entry '{}' ({why})", crate::shown::name(raw))
                 }
-                _ => format!("denyRead entry '{raw}'"),
+                _ => format!("denyRead entry '{}'", crate::shown::name(raw)),
             };
             deny_read.literal(
                 &path,
@@ -285,7 +290,7 @@ impl Guard {
         let mut deny_write_globs = Vec::new();
         for raw in &config.deny_write.value {
             let rule = Rule {
-                label: format!("denyWrite pattern '{raw}'"),
+                label: format!("denyWrite pattern '{}'", crate::shown::name(raw)),
                 source: config.deny_write.source.to_string(),
             };
             let bad = |e: globset::Error| {
@@ -414,6 +419,12 @@ impl Guard {
         self.run(op, path, Trace(Some(Vec::new())), &|_| None)
     }
 
+    /// `check` of `canonical`, known to be an env file under another name (what a link named
+    /// like one leads to, as the scan found it).
+    pub fn check_as_env_file(&self, op: Op, canonical: &Path) -> Decision {
+        self.decide(op, canonical, true, &mut Trace(None), &|_| None)
+    }
+
     /// `check` and `explain`, with `known` answering whether a directory is a git dir where
     /// it can (an index kept current); None sends the question to the disk.
     pub fn check_with(&self, op: Op, path: &Path, known: KnownGitDirs) -> Decision {
@@ -443,13 +454,14 @@ impl Guard {
                     reason: format!(
                         "Blocked {} of {}: {e}. The sandbox cannot tell which file this is, so it refuses.",
                         op.as_str(),
-                        path.display()
+                        crate::shown::path(path)
                     ),
                 };
                 return (d, steps.0.unwrap_or_default());
             }
         };
-        let d = self.decide(op, &canonical, &mut steps, known);
+        let env_alias = reached_through_env_named_link(path, &canonical);
+        let d = self.decide(op, &canonical, env_alias, &mut steps, known);
         let d = self.through_denied_dir(d, &through, &mut steps);
         (d, steps.0.unwrap_or_default())
     }
@@ -479,18 +491,28 @@ impl Guard {
             reason: format!(
                 "Blocked {} of {}: the path leads through {}, which {} from {} hides (a link inside it points here). Use the path {} directly.",
                 d.op.as_str(),
-                d.path.display(),
-                dir.display(),
+                crate::shown::path(&d.path),
+                crate::shown::path(dir),
                 rule.label,
                 rule.source,
-                d.path.display()
+                crate::shown::path(&d.path)
             ),
             ..d
         }
     }
 
-    fn decide(&self, op: Op, path: &Path, steps: &mut Trace, known: KnownGitDirs) -> Decision {
-        let shown = path.display();
+    /// `env_alias`: `path` was reached through a link named like an env file (`.env ->
+    /// ~/secrets/api.env`), so it is one whatever its own name.
+    fn decide(
+        &self,
+        op: Op,
+        path: &Path,
+        env_alias: bool,
+        steps: &mut Trace,
+        known: KnownGitDirs,
+    ) -> Decision {
+        // The path is the model's or the disk's: shown escaped in every reason.
+        let shown = crate::shown::path(path);
         let make = |verdict, rule: String, source: String, reason: String| Decision {
             verdict,
             op,
@@ -529,7 +551,7 @@ impl Guard {
         }
 
         match op {
-            Op::Read => self.decide_read(path, steps, make),
+            Op::Read => self.decide_read(path, env_alias, steps, make),
             Op::Write => {
                 if mode == Mode::ReadOnly {
                     return make(
@@ -542,7 +564,7 @@ impl Guard {
                         ),
                     );
                 }
-                self.decide_write(path, steps, known, make)
+                self.decide_write(path, env_alias, steps, known, make)
             }
         }
     }
@@ -550,10 +572,12 @@ impl Guard {
     fn decide_read(
         &self,
         path: &Path,
+        env_alias: bool,
         steps: &mut Trace,
         make: impl Fn(Verdict, String, String, String) -> Decision,
     ) -> Decision {
-        let shown = path.display();
+        // The path is the model's or the disk's: shown escaped in every reason.
+        let shown = crate::shown::path(path);
         let process = is_process_file(path);
         steps.push(|| Step {
             rule: "a process's files (/proc/<pid>)".into(),
@@ -586,7 +610,8 @@ impl Guard {
             );
         }
         // A directory named `.env.d` holds files; it is not one.
-        let env_file = is_env_file(path) && !std::fs::metadata(path).is_ok_and(|m| m.is_dir());
+        let env_file =
+            (env_alias || is_env_file(path)) && !std::fs::metadata(path).is_ok_and(|m| m.is_dir());
         steps.push(|| Step {
             rule: format!(
                 "sensitive env file (approval mode {})",
@@ -644,11 +669,13 @@ impl Guard {
     fn decide_write(
         &self,
         path: &Path,
+        env_alias: bool,
         steps: &mut Trace,
         known: KnownGitDirs,
         make: impl Fn(Verdict, String, String, String) -> Decision,
     ) -> Decision {
-        let shown = path.display();
+        // The path is the model's or the disk's: shown escaped in every reason.
+        let shown = crate::shown::path(path);
         // Both questions below ask about the same ancestors: answer each once, from `known`
         // where it can.
         let mut git_dirs = protected::GitDirCache::default();
@@ -758,7 +785,7 @@ impl Guard {
         // An existing env file the user has not allowed reading is hidden in bash; the tools
         // may not overwrite it blind either: the same question as a read.
         let hidden_env = allow.is_some()
-            && self.masks_env_file(path)
+            && self.masks_env_file_named(path, env_alias)
             && std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file());
         if allow.is_some() {
             steps.push(|| Step {
@@ -791,11 +818,12 @@ impl Guard {
         if let Some(dir) = allow {
             return make(
                 Verdict::Allow,
-                format!("allowWrite entry '{}'", dir.raw),
+                format!("allowWrite entry '{}'", crate::shown::name(&dir.raw)),
                 dir.source.clone(),
                 format!(
                     "Write to {shown} is allowed by allowWrite entry '{}' from {}.",
-                    dir.raw, dir.source
+                    crate::shown::name(&dir.raw),
+                    dir.source
                 ),
             );
         }
@@ -957,7 +985,7 @@ impl Guard {
                 source: Source::Mandatory.to_string(),
                 reason: format!(
                     "Blocked {tool} in {}: it would look inside /proc, where every process's environment and memory can be read. Search a narrower path.",
-                    root.display()
+                    crate::shown::path(&root)
                 ),
             };
         }
@@ -970,13 +998,13 @@ impl Guard {
                 verdict: Verdict::Deny,
                 op: Op::Read,
                 path: root.clone(),
-                rule: format!("denyRead entry '{}'", r.raw),
+                rule: format!("denyRead entry '{}'", crate::shown::name(&r.raw)),
                 source: r.source.clone(),
                 reason: format!(
                     "Blocked {tool} in {}: it would look inside {}, which denyRead entry '{}' from {} protects. Search a narrower path that does not contain it.",
-                    root.display(),
-                    r.path.display(),
-                    r.raw,
+                    crate::shown::path(&root),
+                    crate::shown::path(&r.path),
+                    crate::shown::name(&r.raw),
                     r.source
                 ),
             };
@@ -989,8 +1017,14 @@ impl Guard {
     /// reading. The read tool asks about it; bash cannot ask per file, so until the user
     /// allows it (approval mode ask) or for good (deny), `cat .env` must not undo a No.
     pub fn masks_env_file(&self, canonical: &Path) -> bool {
+        self.masks_env_file_named(canonical, false)
+    }
+
+    /// `masks_env_file`, for a file that may also be reached under an env file's name
+    /// (`named_env`: a link `.env` leads to it): it is an env file by either name.
+    pub fn masks_env_file_named(&self, canonical: &Path, named_env: bool) -> bool {
         self.hides_env_files()
-            && is_env_file(canonical)
+            && (named_env || is_env_file(canonical))
             && match self.approval {
                 ApprovalMode::Always => false,
                 ApprovalMode::Deny => true,
@@ -1134,6 +1168,20 @@ pub fn is_process_file(path: &Path) -> bool {
             let b = pid.as_os_str().as_encoded_bytes();
             !b.is_empty() && b.iter().all(u8::is_ascii_digit)
         })
+}
+
+/// Whether resolving `path` to `canonical` went through a symlink named like an env file that
+/// leads to `canonical` itself (not a directory on the way): the file is then an env file by
+/// that name too. Asked only when a link was involved at all.
+pub fn reached_through_env_named_link(path: &Path, canonical: &Path) -> bool {
+    if paths::lexical_normalize(path) == canonical {
+        return false;
+    }
+    paths::symlinks_followed(path).is_ok_and(|(_, links)| {
+        links.iter().any(|link| {
+            is_env_file(link) && paths::canonicalize(link).is_ok_and(|t| t == canonical)
+        })
+    })
 }
 
 pub fn is_env_file(path: &Path) -> bool {

@@ -830,3 +830,72 @@ fn a_process_own_files_are_never_read_whichever_spelling() {
         assert_eq!(d.rule, "a process's files (/proc/<pid>)");
     }
 }
+
+#[test]
+fn an_env_file_is_one_by_every_name_it_is_reached_by() {
+    let w = World::new();
+    std::fs::create_dir_all(w.p("home/secrets")).unwrap();
+    std::fs::write(w.p("home/secrets/api.env"), "K=V").unwrap();
+    std::fs::write(w.p("proj/notes.txt"), "hi").unwrap();
+    // `.env` in the project is a link to a file whose own name says nothing
+    symlink(w.p("home/secrets/api.env"), w.p("proj/.env")).unwrap();
+    // and a link chain whose first name is the env file's
+    symlink("notes-link", w.p("proj/.env.local")).unwrap();
+    symlink("notes.txt", w.p("proj/notes-link")).unwrap();
+    let cfg = r#"{"filesystem":{"denyWrite":["*.pem"]}}"#;
+    let ask = w.guard_with(cfg, ApprovalMode::Ask);
+    for (via, file) in [
+        (".env", "home/secrets/api.env"),
+        (".env.local", "proj/notes.txt"),
+    ] {
+        let d = ask.check(Op::Read, &w.p("proj").join(via));
+        assert_eq!(
+            (d.verdict, d.rule.as_str()),
+            (Verdict::Prompt, ENV_FILE_RULE),
+            "{via}"
+        );
+        // overwriting it through the link asks too
+        assert_eq!(
+            verdict(&ask, Op::Write, &w.p("proj").join(via)),
+            Verdict::Prompt
+        );
+        // under its own name it is an ordinary file
+        assert_eq!(
+            verdict(&ask, Op::Read, &w.p(file)),
+            Verdict::Allow,
+            "{file}"
+        );
+        assert!(ask.masks_env_file_named(&w.p(file), true));
+    }
+    // a directory link named like an env file on the way is no env file
+    std::fs::create_dir_all(w.p("proj/conf")).unwrap();
+    std::fs::write(w.p("proj/conf/x.txt"), "x").unwrap();
+    symlink(w.p("proj/conf"), w.p("proj/.env.d")).unwrap();
+    assert_eq!(
+        verdict(&ask, Op::Read, &w.p("proj/.env.d/x.txt")),
+        Verdict::Allow
+    );
+    let deny = w.guard_with(cfg, ApprovalMode::Deny);
+    assert_eq!(verdict(&deny, Op::Read, &w.p("proj/.env")), Verdict::Deny);
+}
+
+#[test]
+fn reasons_and_rules_show_the_paths_and_entries_escaped() {
+    let w = World::new();
+    let g = w.guard(r#"{"filesystem":{"denyRead":["~/.ssh","~/.aws","~/.gnupg","~/se\ncret\u001b[2K"],"denyWrite":["*.pem","x\u202e\n*"]}}"#);
+    let hidden = |text: &str| text.chars().any(crate::shown::is_hidden);
+    // A path the model chose: a newline or an erase in it cannot fake a line of the reason.
+    for (op, rel) in [
+        (Op::Write, "project/.pi/a\n[pi-sandbox] allowed\u{1b}[2K"),
+        (Op::Write, "outside/b\u{2028}c"),
+        (Op::Read, "proc-less/.env\u{202e}"),
+        (Op::Read, "home/se\ncret\u{1b}[2K/key"),
+        (Op::Write, "project/x\u{202e}\nq"),
+    ] {
+        let d = g.check(op, &w.p(rel));
+        assert!(!hidden(&d.reason), "{:?}", d.reason);
+        assert!(!hidden(&d.rule), "{:?}", d.rule);
+    }
+    let d = g.check(Op::Write, &w.p("project/.pi/a\nb"));
+    assert!(d.reason.contains(".pi/a\\x0ab"), "{}", d.reason);
+}

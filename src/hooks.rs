@@ -13,6 +13,7 @@
 //! and a time limit. A conditional include is protected whether or not its condition holds
 //! now (checking out another branch can make it hold).
 
+use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -98,8 +99,7 @@ pub fn git_paths_in(git_dir: &Path, worktree: &Path, home: &Path) -> Option<Vec<
 pub fn git_paths_of(git_dir: &Path, home: &Path) -> Option<Vec<GitPath>> {
     let named_dot_git = git_dir.file_name().is_some_and(|n| n == ".git");
     let linked = || {
-        let back = std::fs::read(git_dir.join("gitdir")).ok()?;
-        let gitfile = git_dir.join(std::ffi::OsStr::from_bytes(back.trim_ascii()));
+        let gitfile = crate::protected::worktree_back_link(git_dir)?;
         gitfile.parent().map(Path::to_path_buf)
     };
     let default_worktree = if named_dot_git {
@@ -183,7 +183,7 @@ fn home_of(name: &str) -> Option<PathBuf> {
     }
     // SAFETY: getpwnam_r succeeded: pw_dir is a NUL-terminated string in `buf`.
     let dir = unsafe { std::ffi::CStr::from_ptr(pwd.pw_dir) };
-    Some(PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes())))
+    Some(PathBuf::from(OsStr::from_bytes(dir.to_bytes())))
 }
 
 fn dirs_for(value: &str, git_dir: &Path, worktree: &Path, home: &Path) -> Vec<GitPath> {
@@ -279,6 +279,10 @@ struct Include {
 
 impl Include {
     /// The file it names: relative to the directory of the file naming it, as git has it.
+    /// Our own reading of git's path interpolation (`interpolate_path`): `~/` and `~user/`
+    /// as git expands them; git's other form, `%(prefix)/...`, names a file under git's
+    /// install prefix, which no command can write, so reading it as a relative path only
+    /// protects one path more.
     fn target(&self, home: &Path) -> PathBuf {
         let value = expand_home(&self.value, home);
         match self.from.parent() {
@@ -332,9 +336,12 @@ impl CoreConfig {
 
 /// `core.hooksPath`, `core.worktree`, `core.bare` and the includes as git reads them for
 /// the repository (every config level, includes). None when no system git is there to ask,
-/// or it fails or hangs.
+/// or it fails or hangs, or a file it would read is no regular file (`configs_are_files`).
 fn core_config(git_dir: &Path, worktree: Option<&Path>, home: &Path) -> Option<CoreConfig> {
-    let mut repo: Vec<&std::ffi::OsStr> = vec!["--git-dir".as_ref(), git_dir.as_os_str()];
+    if !configs_are_files(git_dir, home) {
+        return None;
+    }
+    let mut repo: Vec<&OsStr> = vec!["--git-dir".as_ref(), git_dir.as_os_str()];
     if let Some(w) = worktree {
         repo.extend(["--work-tree".as_ref(), w.as_os_str()]);
     }
@@ -361,9 +368,51 @@ fn core_config(git_dir: &Path, worktree: Option<&Path>, home: &Path) -> Option<C
     Some(config)
 }
 
-/// The includes written in one config file (not those of the files it includes).
+/// Whether every config file git reads for `git_dir` (the user's and the system's, the
+/// repository's and its common dir's, and what they include, followed as git follows
+/// them) is a regular file or absent. git opens them blocking: a FIFO a command put in
+/// place of one would hold each lookup for the whole time limit, so git is not asked then
+/// (the audit moves the FIFO aside; the lookup is tried again after it).
+fn configs_are_files(git_dir: &Path, home: &Path) -> bool {
+    let mut todo: Vec<(usize, PathBuf)> = user_config_files(home)
+        .into_iter()
+        .chain(repo_config_files(git_dir))
+        .chain(crate::protected::commondir_target(git_dir).map(|c| c.join("config")))
+        .map(|f| (0, f))
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    while let Some((depth, file)) = todo.pop() {
+        match std::fs::metadata(&file) {
+            Ok(m) if !m.is_file() => return false,
+            Ok(_) if seen.insert(file.clone()) && depth + 1 < MAX_INCLUDE_DEPTH => {
+                if !may_include(&file) {
+                    continue;
+                }
+                let included = includes_in_file(&file).unwrap_or_default();
+                todo.extend(included.iter().map(|i| (depth + 1, i.target(home))));
+            }
+            // Absent (git skips it), or seen already.
+            _ => {}
+        }
+    }
+    true
+}
+
+/// Whether a config file could hold an include, without asking git: git reads a key's name
+/// as written (letters, digits and `-`, no escapes), so one whose bytes nowhere spell
+/// `path`, in any case, has none. Saves a git run per file for most configs.
+fn may_include(file: &Path) -> bool {
+    crate::content::read(file, crate::content::GIT_FILE_LIMIT).map_or(true, |t| {
+        t.windows(4).any(|w| w.eq_ignore_ascii_case(b"path"))
+    })
+}
+
+/// The includes written in one config file (not those of the files it includes). None
+/// for anything but a regular file, which git would wait on or fail to read.
 fn includes_in_file(file: &Path) -> Option<Vec<Include>> {
-    let dir = file.parent().unwrap_or(Path::new("/"));
+    if !file.is_absolute() || !std::fs::metadata(file).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
     let entries = ask_git_config(
         &[],
         &[
@@ -373,7 +422,9 @@ fn includes_in_file(file: &Path) -> Option<Vec<Include>> {
             "--get-regexp".as_ref(),
             r"^(include\.path|includeif\..+\.path)$".as_ref(),
         ],
-        dir,
+        // Run outside any repository: in one, git reads its config first (and would wait
+        // on a FIFO that config includes).
+        Path::new("/"),
         // Values are not expanded (`Include::target` resolves `~/`); one file is read.
         Path::new("/nonexistent"),
     )?;
@@ -383,6 +434,23 @@ fn includes_in_file(file: &Path) -> Option<Vec<Include>> {
             .filter_map(ConfigEntry::include)
             .collect(),
     )
+}
+
+/// `core.worktree` of the git dir `git_dir`, as git reads its config file (nothing else:
+/// no includes, no user or system config); None when unset or git cannot tell.
+pub(crate) fn core_worktree(git_dir: &Path) -> Option<PathBuf> {
+    let file = git_dir.join("config");
+    let query = [
+        std::ffi::OsStr::new("--no-includes"),
+        std::ffi::OsStr::new("--file"),
+        file.as_os_str(),
+        // --get-regexp prints `key\nvalue` records, as the parser below reads them.
+        std::ffi::OsStr::new("--get-regexp"),
+        std::ffi::OsStr::new("^core\\.worktree$"),
+    ];
+    let entries = ask_git_config(&[], &query, git_dir, Path::new("/nonexistent"))?;
+    let last = entries.into_iter().last()?;
+    Some(PathBuf::from(last.value))
 }
 
 /// One entry `git config --show-origin` listed.
@@ -405,54 +473,32 @@ impl ConfigEntry {
     }
 }
 
-/// `git <repo> config -z --show-origin <query>`, asked so that nothing the repository says
-/// can run code: git from a system directory, no inherited environment, a time limit, and
-/// values left unexpanded (`~/` is resolved by the caller against the user's HOME). None
-/// when no system git is there to ask, or it fails or hangs; no entry matching is an empty
-/// list.
+/// `git <repo> config -z --show-origin <query>`, run by `run_git`, with values left
+/// unexpanded (`~/` is resolved by the caller against the user's HOME). None when no system
+/// git is there to ask, or it fails or hangs; no entry matching is an empty list.
 fn ask_git_config(
-    repo: &[&std::ffi::OsStr],
-    query: &[&std::ffi::OsStr],
+    repo: &[&OsStr],
+    query: &[&OsStr],
     dir: &Path,
     home: &Path,
 ) -> Option<Vec<ConfigEntry>> {
-    let git = detect::system_program("git")?;
-    let mut cmd = Command::new(git);
-    cmd.env_clear()
-        .env("HOME", home)
-        .env("PATH", "/usr/bin:/bin")
-        .env("LC_ALL", "C")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .args(["-c", "core.fsmonitor=false", "-c", "safe.directory=*"])
-        .args(repo)
-        // -z: a value holding a newline cannot pass for another key.
-        .args(["config", "-z", "--show-origin"])
-        .args(query)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .stdout(Stdio::piped());
-    if let Some(xdg) = std::env::var_os("XDG_CONFIG_HOME") {
-        cmd.env("XDG_CONFIG_HOME", xdg);
-    }
-    let mut child = cmd.spawn().ok()?;
-    // Waited for before reading (a hung git must not hang us): its few lines of output fit
-    // in the pipe's buffer.
-    let status = detect::wait_or_kill(&mut child, GIT_TIMEOUT).ok()??;
-    let mut out = Vec::new();
-    std::io::Read::read_to_end(&mut child.stdout.take()?, &mut out).ok()?;
-    match status.code() {
+    // -z: a value holding a newline cannot pass for another key.
+    let mut args: Vec<&OsStr> = repo.to_vec();
+    args.extend(["config", "-z", "--show-origin"].map(OsStr::new));
+    args.extend(query);
+    let run = run_git(&args, None, dir, home).ok()?;
+    match run.code {
         Some(0) => {}
-        Some(1) if out.is_empty() => return Some(vec![]),
+        Some(1) if run.stdout.is_empty() => return Some(vec![]),
         _ => return None,
     }
     // Pairs of records: `<origin type>:<origin>\0` then `key\nvalue\0`.
-    let mut records = out.split(|b| *b == 0);
+    let mut records = run.stdout.split(|b| *b == 0);
     let mut entries = Vec::new();
     while let (Some(origin), Some(entry)) = (records.next(), records.next()) {
         let origin = origin
             .strip_prefix(b"file:")
-            .map(|p| dir.join(std::ffi::OsStr::from_bytes(p)));
+            .map(|p| dir.join(OsStr::from_bytes(p)));
         let text = String::from_utf8_lossy(entry);
         let (key, value) = text.split_once('\n').unwrap_or((&text, ""));
         entries.push(ConfigEntry {
@@ -462,6 +508,119 @@ fn ask_git_config(
         });
     }
     Some(entries)
+}
+
+/// What one run of git gave back.
+#[derive(Debug)]
+pub(crate) struct GitRun {
+    /// The exit code; None when a signal ended it.
+    pub code: Option<i32>,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+/// Why git gave no answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum GitError {
+    NoGit,
+    Spawn(String),
+    TimedOut,
+    /// It printed more than `GIT_OUTPUT_LIMIT`.
+    TooMuchOutput,
+}
+
+impl std::fmt::Display for GitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GitError::NoGit => f.write_str("no git in the system directories to ask"),
+            GitError::Spawn(e) => write!(f, "git could not be started ({e})"),
+            GitError::TimedOut => write!(f, "git did not answer within {GIT_TIMEOUT:?}"),
+            GitError::TooMuchOutput => write!(f, "git printed more than {GIT_OUTPUT_LIMIT} bytes"),
+        }
+    }
+}
+
+/// What git may print before it counts as no answer (a 1 MiB config whose every line
+/// repeats a long section name lists to far more than 1 MiB).
+const GIT_OUTPUT_LIMIT: usize = 64 << 20;
+
+/// `git <args>` (with `input` on its stdin), run so that nothing a repository or the
+/// agent says can run code or hang pi: git from a system directory, no inherited
+/// environment, `core.fsmonitor` off, every directory safe (it is only read), a time limit.
+/// Its output is read while it runs, so a long answer does not stall it on a full pipe.
+pub(crate) fn run_git(
+    args: &[&OsStr],
+    input: Option<&[u8]>,
+    dir: &Path,
+    home: &Path,
+) -> Result<GitRun, GitError> {
+    let git = detect::system_program("git").ok_or(GitError::NoGit)?;
+    let mut cmd = Command::new(git);
+    cmd.env_clear()
+        .env("HOME", home)
+        .env("PATH", "/usr/bin:/bin")
+        .env("LC_ALL", "C")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .args(["-c", "core.fsmonitor=false", "-c", "safe.directory=*"])
+        .args(args)
+        .current_dir(dir)
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stderr(Stdio::piped())
+        .stdout(Stdio::piped());
+    if let Some(xdg) = std::env::var_os("XDG_CONFIG_HOME") {
+        cmd.env("XDG_CONFIG_HOME", xdg);
+    }
+    let mut child = cmd.spawn().map_err(|e| GitError::Spawn(e.to_string()))?;
+    let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    std::thread::scope(|s| {
+        // git may stop reading (a bad line) or be killed: the write then fails, and ends.
+        if let (Some(mut w), Some(bytes)) = (stdin, input) {
+            s.spawn(move || std::io::Write::write_all(&mut w, bytes));
+        }
+        let out = s.spawn(move || drain(stdout, GIT_OUTPUT_LIMIT));
+        let err = s.spawn(move || drain(stderr, 64 << 10));
+        // Killed at the limit, git closes its pipes and the readers end.
+        let status = detect::wait_or_kill(&mut child, GIT_TIMEOUT);
+        let (stdout, too_much) = out.join().unwrap_or_default();
+        let (stderr, _) = err.join().unwrap_or_default();
+        match status {
+            Err(e) => Err(GitError::Spawn(e.to_string())),
+            Ok(None) => Err(GitError::TimedOut),
+            Ok(Some(_)) if too_much => Err(GitError::TooMuchOutput),
+            Ok(Some(status)) => Ok(GitRun {
+                code: status.code(),
+                stdout,
+                stderr,
+            }),
+        }
+    })
+}
+
+/// Everything `pipe` gives until it closes, keeping the first `limit` bytes; whether there
+/// was more.
+fn drain(pipe: Option<impl std::io::Read>, limit: usize) -> (Vec<u8>, bool) {
+    let mut kept = Vec::new();
+    let Some(mut pipe) = pipe else {
+        return (kept, false);
+    };
+    let mut buf = [0u8; 64 << 10];
+    let mut more = false;
+    loop {
+        let n = match pipe.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        let room = limit.saturating_sub(kept.len());
+        kept.extend_from_slice(&buf[..n.min(room)]);
+        more |= n > room;
+    }
+    (kept, more)
 }
 
 #[cfg(test)]
@@ -724,5 +883,42 @@ mod tests {
         let got = paths(git_paths(&repo.join(".git"), &repo, &home));
         assert!(got.contains(&repo.join("hooks")), "{got:?}");
         assert!(got.contains(&repo.join("real-hooks")), "{got:?}");
+    }
+
+    #[test]
+    fn git_is_not_asked_to_read_a_fifo_as_a_config() {
+        let t = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        let mkfifo = |p: &Path| {
+            let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+            // SAFETY: a valid C string.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        };
+        git(&root, &["init", "-q", "a"]);
+        git(&root, &["init", "-q", "b"]);
+        std::fs::remove_file(root.join("a/.git/config")).unwrap();
+        mkfifo(&root.join("a/.git/config"));
+        git(&root.join("b"), &["config", "include.path", "../../fifo"]);
+        mkfifo(&root.join("fifo"));
+        let started = std::time::Instant::now();
+        assert_eq!(git_paths_of(&root.join("a/.git"), &root), None);
+        assert_eq!(git_paths_of(&root.join("b/.git"), &root), None);
+        assert!(started.elapsed() < GIT_TIMEOUT, "{:?}", started.elapsed());
+    }
+
+    #[test]
+    fn git_runs_with_input_and_a_long_answer_does_not_stall_it() {
+        // a config whose listing is far larger than a pipe's buffer
+        let config = format!("[{}]\n{}", "s".repeat(1000), "k\n".repeat(2000));
+        let args = ["config", "--file", "-", "--list", "-z"].map(OsStr::new);
+        let run = run_git(
+            &args,
+            Some(config.as_bytes()),
+            Path::new("/"),
+            Path::new("/"),
+        )
+        .unwrap();
+        assert_eq!(run.code, Some(0));
+        assert_eq!(run.stdout.len(), 2000 * (1000 + 3));
     }
 }

@@ -4,11 +4,14 @@
 pub mod approvals;
 pub mod audit;
 pub mod commands;
+pub mod committed_env;
 pub mod config;
 pub mod config_edit;
+pub(crate) mod content;
 pub mod credentials;
 pub mod env_files;
 pub mod environment;
+pub mod git_config;
 pub mod guard;
 pub mod hooks;
 pub mod index;
@@ -21,10 +24,12 @@ pub mod platform;
 pub mod policy;
 pub mod prompts;
 pub mod protected;
+pub mod quarantine;
 pub mod redact;
 pub mod report;
 pub mod rules;
 pub mod session;
+pub mod shown;
 pub mod tools;
 pub mod trust;
 pub mod violations;
@@ -424,8 +429,22 @@ struct Ended {
 /// After a command: what the socket supervisor refused (it waits a moment for the command's
 /// last process to go), the hosts its proxy blocked (the proxy stops), and what the audit
 /// found, one sentence each; the socket refusals go to the violation log (the proxy and the
-/// audit log their own).
+/// audit log their own). A note is one line naming what the command made or reached: all
+/// of it is escaped (`shown::text`), so a name's newline cannot start a line of its own.
 fn finished(ended: Ended, ticket: Option<(Arc<Commands>, Ticket)>) -> Vec<String> {
+    notes_of(ended, ticket)
+        .iter()
+        .map(|n| shown::text(n))
+        .collect()
+}
+
+fn notes_of(ended: Ended, ticket: Option<(Arc<Commands>, Ticket)>) -> Vec<String> {
+    // Said once per session, where bash hides env files; git is asked without the lock.
+    let committed_env = ticket.as_ref().and_then(|(commands, _)| {
+        let session = commands.session();
+        let hides = session.guard().is_some_and(|g| g.hides_env_files());
+        hides.then(|| session.committed_env())
+    });
     let Ended { supervisor, net } = ended;
     let refused = supervisor.map(|s| s.finish()).unwrap_or_default();
     let blocked_hosts = net.map(|n| n.finish()).unwrap_or_default();
@@ -446,6 +465,7 @@ fn finished(ended: Ended, ticket: Option<(Arc<Commands>, Ticket)>) -> Vec<String
         .collect();
     out.extend(blocked_hosts);
     out.extend(audit(ticket));
+    out.extend(committed_env.and_then(|c| c.first_note()));
     out
 }
 
@@ -1338,7 +1358,10 @@ impl Sandbox {
                 }
                 Some(match session.grant_domain(&host, scope) {
                     Ok(s) => s,
-                    Err(e) => format!("{e}; {host} is allowed for this command only"),
+                    Err(e) => format!(
+                        "{e}; {} is allowed for this command only",
+                        shown::name(&host)
+                    ),
                 })
             }
             _ => None,
@@ -1351,7 +1374,8 @@ impl Sandbox {
     /// read-only or busy that the sandbox keeps so, with the rule and how to change it.
     #[napi(catch_unwind)]
     pub fn explain_write_failures(&self, output: String) -> Vec<String> {
-        self.commands.session().explain_write_failures(&output)
+        let notes = self.commands.session().explain_write_failures(&output);
+        notes.iter().map(|n| shown::text(n)).collect()
     }
 
     /// `path` (a `PATH` value) without the entries pi itself must not run programs from:
@@ -1458,7 +1482,7 @@ impl Sandbox {
                 sha256: p.sha256.clone(),
                 trust: p.trust.as_str().into(),
                 widenings: p
-                    .widenings
+                    .by_weight()
                     .iter()
                     .map(|w| format!("{}: {}", w.key, w.what))
                     .collect(),
@@ -1616,4 +1640,17 @@ pub fn resolve_session_dir(
         Path::new(&cwd),
     )
     .map(|p| p.display().to_string())
+}
+
+/// Text from the disk, a config or the model as one line for the user's eyes: controls,
+/// line separators, bidi, tag and invisible characters shown as escapes (`shown::text`).
+#[napi(catch_unwind)]
+pub fn shown_text(text: String) -> String {
+    shown::text(&text)
+}
+
+/// A whole message for the user's eyes: as `shownText`, but its own line breaks stay.
+#[napi(catch_unwind)]
+pub fn shown_lines(text: String) -> String {
+    shown::lines(&text)
 }

@@ -65,6 +65,11 @@ fn io_err(path: &Path) -> impl Fn(io::Error) -> OpenError + '_ {
             OpenError::Changed {
                 path: path.to_path_buf(),
             }
+        } else if e.raw_os_error() == Some(libc::ENXIO) {
+            // A socket, or a FIFO opened for writing with no reader (`NO_WAIT`).
+            OpenError::NotRegular {
+                path: path.to_path_buf(),
+            }
         } else {
             OpenError::Io {
                 path: path.to_path_buf(),
@@ -193,6 +198,12 @@ fn open_by_walk(path: &Path, flags: libc::c_int, mode: libc::mode_t) -> io::Resu
     openat(dir.as_raw_fd(), last, flags | libc::O_NOFOLLOW, mode)
 }
 
+/// For the opens of a file that is then checked to be regular: a FIFO a command put there
+/// (no writer, or no reader) would hold the open, and pi with it, until someone opened the
+/// other end. Non-blocking, it opens at once (or fails, `ENXIO`) and `regular` refuses it;
+/// a regular file reads and writes the same either way.
+const NO_WAIT: libc::c_int = libc::O_NONBLOCK | libc::O_NOCTTY;
+
 fn regular(file: &File, path: &Path) -> Result<std::fs::Metadata, OpenError> {
     let meta = file.metadata().map_err(io_err(path))?;
     if !meta.is_file() {
@@ -205,7 +216,7 @@ fn regular(file: &File, path: &Path) -> Result<std::fs::Metadata, OpenError> {
 
 /// Reads the whole of the canonical path `judged`.
 pub fn read(judged: &Path) -> Result<Vec<u8>, OpenError> {
-    let fd = open_no_symlinks(judged, libc::O_RDONLY, 0).map_err(io_err(judged))?;
+    let fd = open_no_symlinks(judged, libc::O_RDONLY | NO_WAIT, 0).map_err(io_err(judged))?;
     let mut file = File::from(fd);
     regular(&file, judged)?;
     let mut out = Vec::new();
@@ -217,8 +228,8 @@ pub fn read(judged: &Path) -> Result<Vec<u8>, OpenError> {
 /// the umask, as pi's own write does). `links_allowed` is the link count the guard saw and
 /// allowed (1 for a new or single-named file): a file that gained a name since is refused.
 pub fn write(judged: &Path, content: &[u8], links_allowed: u64) -> Result<(), OpenError> {
-    let fd =
-        open_no_symlinks(judged, libc::O_WRONLY | libc::O_CREAT, 0o666).map_err(io_err(judged))?;
+    let fd = open_no_symlinks(judged, libc::O_WRONLY | libc::O_CREAT | NO_WAIT, 0o666)
+        .map_err(io_err(judged))?;
     let mut file = File::from(fd);
     let meta = regular(&file, judged)?;
     if meta.nlink() > links_allowed.max(1) {
@@ -234,7 +245,7 @@ pub fn write(judged: &Path, content: &[u8], links_allowed: u64) -> Result<(), Op
 
 /// Whether `judged` can be opened for reading (and writing), without following links.
 pub fn access(judged: &Path, write: bool) -> Result<(), OpenError> {
-    let flags = if write { libc::O_RDWR } else { libc::O_RDONLY };
+    let flags = NO_WAIT | if write { libc::O_RDWR } else { libc::O_RDONLY };
     let fd = open_no_symlinks(judged, flags, 0).map_err(io_err(judged))?;
     regular(&File::from(fd), judged).map(|_| ())
 }
@@ -378,5 +389,28 @@ mod tests {
             read(&root.join("a")),
             Err(OpenError::NotRegular { .. })
         ));
+    }
+
+    #[test]
+    fn a_fifo_is_refused_at_once_not_waited_on() {
+        let t = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        let fifo = root.join("notes.txt");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let results = [
+                read(&fifo).map(|_| ()),
+                write(&fifo, b"x", 1),
+                access(&fifo, false),
+                access(&fifo, true),
+            ];
+            tx.send(results.map(|r| matches!(r, Err(OpenError::NotRegular { .. }))))
+                .unwrap();
+        });
+        let refused = rx.recv_timeout(std::time::Duration::from_secs(5));
+        assert_eq!(refused, Ok([true; 4]), "the file tools waited on a FIFO");
     }
 }

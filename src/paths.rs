@@ -32,13 +32,19 @@ impl fmt::Display for PathError {
                 path
             ),
             PathError::Empty => write!(f, "empty path"),
+            // Paths from a config entry or the model: shown escaped.
             PathError::SymlinkLoop { path } => write!(
                 f,
                 "too many levels of symbolic links while resolving {}",
-                path.display()
+                crate::shown::path(path)
             ),
             PathError::Io { path, message } => {
-                write!(f, "cannot resolve {}: {}", path.display(), message)
+                write!(
+                    f,
+                    "cannot resolve {}: {}",
+                    crate::shown::path(path),
+                    message
+                )
             }
         }
     }

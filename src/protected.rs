@@ -54,7 +54,8 @@ pub enum OnChange {
     /// Moved aside unless it holds exactly this line (git's own value).
     MoveUnlessContent(&'static str),
     /// Moved aside unless it points at a git dir git itself linked to it: a worktree's admin
-    /// dir whose `gitdir` back-link names it, or a submodule's git dir under `modules/`.
+    /// dir whose `gitdir` back-link names it, or a submodule's git dir whose `core.worktree`
+    /// names its directory.
     MoveUnlessGitLinked,
     /// Git rewrites it itself and nothing runs from it: accepted.
     Accept,
@@ -106,10 +107,6 @@ pub static TABLE: &[Entry] = &[
         "pi's session transcripts: pi appends to them on the host (following a planted link) and reloads them"),
     entry(Name(".pi"), Mount, MoveUnlessEmpty, true, ".pi directory",
         "a .pi directory: pi loads settings and extensions from it, unsandboxed, when started there"),
-    // Where the audit puts what it moved aside (named by `audit::QUARANTINE_PREFIX`): the
-    // agent may not take it back, and nothing in it is scanned again.
-    entry(Name(".pi-sandbox-quarantine-*"), Mount, Accept, false, "sandbox quarantine",
-        "what the sandbox moved aside after a command; only you should look at it or restore it"),
     entry(Home(".bashrc"), Mount, MoveAside, false, "shell rc file", RC),
     entry(Home(".bash_profile"), Mount, MoveAside, false, "shell rc file", RC),
     entry(Home(".bash_login"), Mount, MoveAside, false, "shell rc file", RC),
@@ -315,12 +312,14 @@ pub fn is_git_dir_on_disk(dir: &Path) -> bool {
     if dir.file_name() == Some(OsStr::new(".git")) {
         return kind(dir).is_none_or(|t| t.is_dir());
     }
-    let is_dir = |p: &Path| kind(p).is_some_and(|t| t.is_dir());
+    let exists = |p: &Path| kind(p).is_some();
     let is_file = |p: &Path| kind(p).is_some_and(|t| t.is_file() || t.is_symlink());
     // What git accepts as a repository, HEAD aside (a gitfile can point git at a directory
     // without one, and git's common-dir lookup needs none): its own object store and refs,
-    // or a `commondir` naming where they are.
-    (is_dir(&dir.join("objects")) && is_dir(&dir.join("refs")))
+    // or a `commondir` naming where they are. git asks only `access(X_OK)` of `objects` and
+    // `refs` (setup.c is_git_directory): links to directories, even executable files, pass.
+    // So any entry of those names counts (a dangling link too: its target may come later).
+    (exists(&dir.join("objects")) && exists(&dir.join("refs")))
         || is_file(&dir.join("commondir"))
         // Not made yet, or not complete: a submodule's git dir is known by where it is.
         || in_modules_of_git_dir(dir)
@@ -353,11 +352,7 @@ pub fn worktree_git_dirs(cwd: &Path) -> Vec<PathBuf> {
     if !worktree_links_back(&admin, &dot_git) {
         return vec![];
     }
-    let Ok(commondir) = std::fs::read(admin.join("commondir")) else {
-        return vec![];
-    };
-    let common = admin.join(OsStr::from_bytes(commondir.trim_ascii()));
-    let Ok(common) = crate::paths::canonicalize(&common) else {
+    let Some(common) = commondir_target(&admin) else {
         return vec![];
     };
     if admin.parent().and_then(Path::parent) != Some(common.as_path())
@@ -374,22 +369,74 @@ pub fn worktree_git_dirs(cwd: &Path) -> Vec<PathBuf> {
     dirs
 }
 
-/// The git dir a gitfile names (`gitdir: <path>`, relative to the file's directory),
-/// canonical; None when it is no gitfile.
+// What git reads from its pointer files is read here as git reads it (git 2.39-2.47,
+// setup.c and worktree.c), so that the directory judged is the directory git uses:
+// - a gitfile (`read_gitfile_gently`): a regular file of at most 1 MiB that starts with
+//   `gitdir: ` (the space included); trailing CR/LF cut; at least one byte after the
+//   prefix; the path is a C string (it ends at a NUL); relative to the gitfile's directory.
+// - `commondir` (`get_common_dir_noenv`): trailing CR/LF cut, a C string, relative to the
+//   git dir. Leading and other trailing blanks are part of the path: `../.. ` is another
+//   directory than `../..`.
+// - a worktree's `gitdir` back-link (`get_linked_worktree`): trailing blanks cut
+//   (`strbuf_rtrim`), a C string, relative to the admin dir.
+// `tests::pointer_files_are_read_as_git_reads_them` holds these against git.
+
+/// The path text git takes from a pointer file's content: trailing CR and LF cut, then up
+/// to the first NUL.
+pub fn git_path_text(content: &[u8]) -> &[u8] {
+    let end = content
+        .iter()
+        .rposition(|b| *b != b'\n' && *b != b'\r')
+        .map_or(0, |i| i + 1);
+    c_string(&content[..end])
+}
+
+fn c_string(bytes: &[u8]) -> &[u8] {
+    bytes.split(|b| *b == 0).next().unwrap_or_default()
+}
+
+/// The git dir a gitfile names, canonical; None when git would not read it as a gitfile.
 pub fn gitfile_target(gitfile: &Path) -> Option<PathBuf> {
-    let text = std::fs::read(gitfile).ok()?;
-    let rest = text.strip_prefix(b"gitdir:")?;
+    let text = crate::content::read(gitfile, crate::content::GIT_FILE_LIMIT).ok()?;
+    gitfile_target_in(gitfile, &text)
+}
+
+/// `gitfile_target` of a gitfile read already (`text`, read within git's 1 MiB).
+pub fn gitfile_target_in(gitfile: &Path, text: &[u8]) -> Option<PathBuf> {
+    let rest = text.strip_prefix(b"gitdir: ")?;
+    // git: "no path in gitfile" when nothing is left once CR/LF are cut (a NUL counts).
+    if rest.iter().all(|b| *b == b'\n' || *b == b'\r') {
+        return None;
+    }
     let dir = gitfile.parent().unwrap_or(Path::new("/"));
-    crate::paths::canonicalize(&dir.join(OsStr::from_bytes(rest.trim_ascii()))).ok()
+    crate::paths::canonicalize(&dir.join(OsStr::from_bytes(git_path_text(rest)))).ok()
+}
+
+/// The common dir a git dir's `commondir` file names, canonical; None without one (or
+/// one that cannot be read: git would fail there).
+pub fn commondir_target(git_dir: &Path) -> Option<PathBuf> {
+    let text =
+        crate::content::read(&git_dir.join("commondir"), crate::content::GIT_FILE_LIMIT).ok()?;
+    crate::paths::canonicalize(&git_dir.join(OsStr::from_bytes(git_path_text(&text)))).ok()
+}
+
+/// What a worktree's admin dir's `gitdir` back-link names (the worktree's `.git` file), not
+/// resolved.
+pub fn worktree_back_link(admin: &Path) -> Option<PathBuf> {
+    let text = crate::content::read(&admin.join("gitdir"), crate::content::GIT_FILE_LIMIT).ok()?;
+    let end = text
+        .iter()
+        .rposition(|b| !b" \t\n\r".contains(b))
+        .map_or(0, |i| i + 1);
+    Some(admin.join(OsStr::from_bytes(c_string(&text[..end]))))
 }
 
 /// Whether a worktree's admin dir has git's back-link (its `gitdir` file, written by
 /// `git worktree add`) to `gitfile`.
 pub fn worktree_links_back(admin: &Path, gitfile: &Path) -> bool {
-    let Ok(back) = std::fs::read(admin.join("gitdir")) else {
+    let Some(back) = worktree_back_link(admin) else {
         return false;
     };
-    let back = admin.join(OsStr::from_bytes(back.trim_ascii()));
     matches!(
         (crate::paths::canonicalize(&back), crate::paths::canonicalize(gitfile)),
         (Ok(x), Ok(y)) if x == y
@@ -528,5 +575,165 @@ mod tests {
             !is_git_dir_on_disk(&r.join("f/.git")),
             "a gitfile is not a dir"
         );
+    }
+
+    /// `git <args>` as a user runs it (PATH's git), None when it fails.
+    fn git_says(args: &[&str], dir: &Path) -> Option<PathBuf> {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env_clear()
+            .env("HOME", "/nonexistent")
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("GIT_CEILING_DIRECTORIES", dir.parent().unwrap())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        out.status
+            .success()
+            .then(|| crate::paths::canonicalize(Path::new(text.trim_end_matches('\n'))).unwrap())
+    }
+
+    #[test]
+    fn pointer_files_are_read_as_git_reads_them() {
+        let t = tempfile::tempdir().unwrap();
+        let r = crate::paths::canonicalize(t.path()).unwrap();
+        // git dirs whose names differ only by blanks: a reading that trims them would take
+        // one for another
+        for name in ["t", "t ", " t", "t\t", "c"] {
+            let ok = std::process::Command::new("git")
+                .args(["init", "-q", "--bare"])
+                .arg(r.join(name))
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok);
+        }
+        let wt = r.join("wt");
+        std::fs::create_dir(&wt).unwrap();
+        let abs = r.join("t");
+        let mut agreed = 0;
+        for path in [
+            "../t",
+            "../t ",
+            "../ t",
+            "../t\t",
+            abs.to_str().unwrap(),
+            " ../t",
+            "",
+        ] {
+            for tail in ["", "\n", "\r\n", " \n", "\n\n\r", "\0junk\n", "\t"] {
+                for prefix in ["gitdir: ", "gitdir:", "gitdir:  ", "GITDIR: "] {
+                    let text = format!("{prefix}{path}{tail}");
+                    std::fs::write(wt.join(".git"), &text).unwrap();
+                    let git = git_says(&["rev-parse", "--absolute-git-dir"], &wt);
+                    let ours = gitfile_target(&wt.join(".git"));
+                    if git.is_some() {
+                        agreed += 1;
+                        assert_eq!(ours, git, "gitfile {text:?}");
+                    } else {
+                        // git takes it for no git dir: ours names none it could take
+                        let made = |o: &PathBuf| {
+                            ["t", "t ", " t", "t\t", "c"]
+                                .iter()
+                                .any(|n| *o == r.join(n))
+                        };
+                        assert!(
+                            ours.as_ref().is_none_or(|o| !made(o)),
+                            "gitfile {text:?}: {ours:?}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(agreed > 20, "{agreed}");
+        // commondir: an admin dir of `c` whose commondir names `c` as git wrote it, or,
+        // with a blank more, a directory `.. ` beside the admin dirs
+        let admin = r.join("c/worktrees/a");
+        std::fs::create_dir_all(&admin).unwrap();
+        std::fs::write(admin.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        let spaced = r.join("c/worktrees/.. ");
+        for d in ["objects", "refs"] {
+            std::fs::create_dir_all(spaced.join(d)).unwrap();
+        }
+        let mut agreed = Vec::new();
+        for text in [
+            "../..",
+            "../..\n",
+            "../..\r\n",
+            "../.. \n",
+            "../.. ",
+            " ../..",
+            "../..\t",
+            "../..\0x\n",
+            "../../\n",
+        ] {
+            std::fs::write(admin.join("commondir"), text).unwrap();
+            let args = [
+                "--git-dir",
+                admin.to_str().unwrap(),
+                "rev-parse",
+                "--path-format=absolute",
+                "--git-common-dir",
+            ];
+            let Some(git) = git_says(&args, &r) else {
+                continue;
+            };
+            assert_eq!(
+                commondir_target(&admin),
+                Some(git.clone()),
+                "commondir {text:?}"
+            );
+            agreed.push(git);
+        }
+        assert!(
+            agreed.contains(&spaced) && agreed.contains(&r.join("c")),
+            "{agreed:?}"
+        );
+        // and the audit's comparison with git's own `../..` reads it the same way
+        assert_eq!(git_path_text(b"../..\r\n\n"), b"../..");
+        assert_eq!(git_path_text(b"../..\0x\n"), b"../..");
+        assert_eq!(git_path_text(b"../.. \n"), b"../.. ");
+    }
+
+    #[test]
+    fn every_directory_git_takes_for_a_git_dir_is_one() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        let r = crate::paths::canonicalize(t.path()).unwrap();
+        std::fs::create_dir_all(r.join("real/sub")).unwrap();
+        let kinds = ["dir", "link", "exec", "file", "dangling", "none"];
+        let make = |p: &Path, kind: &str| match kind {
+            "dir" => std::fs::create_dir(p).unwrap(),
+            "link" => std::os::unix::fs::symlink(r.join("real/sub"), p).unwrap(),
+            "dangling" => std::os::unix::fs::symlink(r.join("nowhere"), p).unwrap(),
+            "exec" | "file" => {
+                std::fs::write(p, "").unwrap();
+                let mode = if kind == "exec" { 0o755 } else { 0o644 };
+                std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+            }
+            _ => {}
+        };
+        let mut taken = 0;
+        for objects in kinds {
+            for refs in kinds {
+                let d = r.join(format!("{objects}-{refs}"));
+                std::fs::create_dir(&d).unwrap();
+                std::fs::write(d.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+                make(&d.join("objects"), objects);
+                make(&d.join("refs"), refs);
+                let git = git_says(&["rev-parse", "--absolute-git-dir"], &d);
+                if git.as_deref() == Some(d.as_path()) {
+                    taken += 1;
+                    assert!(
+                        is_git_dir_on_disk(&d),
+                        "git takes {objects}/{refs} for a git dir"
+                    );
+                }
+            }
+        }
+        // directories, links to them and executable files, for both
+        assert!(taken >= 9, "{taken}");
     }
 }

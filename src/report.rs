@@ -8,20 +8,22 @@ use crate::config::{Config, Source};
 use crate::guard::Guard;
 use crate::protected::Place;
 use crate::session::LoadError;
+use crate::shown;
 
 /// The effective configuration of the session in `cwd`, each value with the file it came
-/// from; or why it could not be loaded.
+/// from; or why it could not be loaded. Every path and entry is shown through `shown`: a
+/// config file and the disk choose them.
 pub fn describe(cwd: &Path, state: Result<(&Config, &Guard), &LoadError>) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
         "pi-sandbox — effective configuration for {}",
-        cwd.display()
+        shown::path(cwd)
     );
     let (c, g) = match state {
         Ok(l) => l,
         Err(e) => {
-            let _ = writeln!(out, "BROKEN ({}): {}", e.code, e.message);
+            let _ = writeln!(out, "BROKEN ({}): {}", e.code, shown::lines(&e.message));
             let _ = writeln!(out, "Every guarded tool is blocked until this is fixed.");
             return out;
         }
@@ -35,7 +37,7 @@ pub fn describe(cwd: &Path, state: Result<(&Config, &Guard), &LoadError>) -> Str
         let _ = writeln!(
             out,
             "  {} ({})",
-            file.display(),
+            shown::path(file),
             if *present { "loaded" } else { "absent" }
         );
     }
@@ -65,7 +67,10 @@ pub fn describe(cwd: &Path, state: Result<(&Config, &Guard), &LoadError>) -> Str
         if v.is_empty() {
             "[]".to_string()
         } else {
-            v.join(", ")
+            v.iter()
+                .map(|e| shown::name(e))
+                .collect::<Vec<_>>()
+                .join(", ")
         }
     };
     for (key, s) in [
@@ -89,7 +94,7 @@ pub fn describe(cwd: &Path, state: Result<(&Config, &Guard), &LoadError>) -> Str
     line(
         &mut out,
         "ignoreViolations",
-        serde_json::to_string(&c.ignore_violations.value).unwrap_or_default(),
+        shown::text(&serde_json::to_string(&c.ignore_violations.value).unwrap_or_default()),
         &c.ignore_violations.source,
     );
     line(
@@ -107,16 +112,16 @@ pub fn describe(cwd: &Path, state: Result<(&Config, &Guard), &LoadError>) -> Str
     for (key, v) in &c.passthrough {
         line(
             &mut out,
-            key,
-            format!("{} (accepted, not enforced)", v.value),
+            &shown::name(key),
+            format!(
+                "{} (accepted, not enforced)",
+                shown::name(&v.value.to_string())
+            ),
             &v.source,
         );
     }
-    let paths = |it: &mut dyn Iterator<Item = &Path>| {
-        it.map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let paths =
+        |it: &mut dyn Iterator<Item = &Path>| it.map(shown::path).collect::<Vec<_>>().join(", ");
     let _ = writeln!(out, "\nResolved:");
     let _ = writeln!(out, "  unreadable: {}", paths(&mut g.deny_read_paths()));
     let _ = writeln!(out, "  writable:   {}", paths(&mut g.allow_write_paths()));
@@ -127,7 +132,7 @@ pub fn describe(cwd: &Path, state: Result<(&Config, &Guard), &LoadError>) -> Str
     );
     for entry in crate::protected::TABLE {
         let place = match entry.place {
-            Place::AgentDir => g.env().agent_dir.display().to_string(),
+            Place::AgentDir => shown::path(&g.env().agent_dir),
             Place::SessionDir => {
                 let places: Vec<&Path> = (g.anchors().fixed_paths().iter())
                     .filter(|(_, e)| e.place == Place::SessionDir)
@@ -138,7 +143,7 @@ pub fn describe(cwd: &Path, state: Result<(&Config, &Guard), &LoadError>) -> Str
                 }
                 paths(&mut places.into_iter())
             }
-            Place::Home(rel) => g.env().home.join(rel).display().to_string(),
+            Place::Home(rel) => shown::path(&g.env().home.join(rel)),
             Place::Name(n) => format!("any {n}"),
             Place::Git(rel) => format!("<git dir>/{rel}"),
             Place::GitFile => "a .git file".into(),

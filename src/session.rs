@@ -25,6 +25,7 @@ use crate::platform::mounts::{Found, Scan};
 use crate::policy::{self, Adapter, BashDecision, BashRequest, Network};
 use crate::prompts::{self, Prompt};
 use crate::redact::{self, Redactor, Secret};
+use crate::shown;
 use crate::tools::{self, ToolCheck};
 use crate::trust::{ProjectLayer, Trust};
 use crate::violations::{Violation, ViolationLog};
@@ -102,7 +103,12 @@ fn net_rules(config: &Config, granted: &Snapshot, env: &Env) -> Result<gate::Rul
     )
     .map_err(|e| LoadError {
         code: "E_CONFIG_SCHEMA",
-        message: format!("{}[{}]: {}", e.key, e.index, e.error),
+        message: format!(
+            "{}[{}]: {}",
+            e.key,
+            e.index,
+            shown::text(&e.error.to_string())
+        ),
         file: None,
     })?;
     let granted = granted
@@ -115,9 +121,18 @@ fn net_rules(config: &Config, granted: &Snapshot, env: &Env) -> Result<gate::Rul
     Ok(gate::Rules {
         filter,
         granted,
-        project_file: env.project_config(),
-        global_file: env.global_config(),
+        files: grant_files(config, env),
     })
+}
+
+/// Where "for this project" and "for all projects" write a grant, and whether the project's
+/// file applies as written (else such a grant holds for this session only).
+fn grant_files(config: &Config, env: &Env) -> prompts::GrantFiles {
+    prompts::GrantFiles {
+        project: env.project_config(),
+        global: env.global_config(),
+        project_applies: config.project.as_ref().is_none_or(|p| p.applies()),
+    }
 }
 
 /// Where a write grant goes.
@@ -242,6 +257,10 @@ pub struct Session {
     env_listings: std::cell::RefCell<crate::platform::mounts::EnvFileListings>,
     /// Second names of protected files from the last scan (see `Scan::second_names`).
     second_names: std::cell::RefCell<Option<Vec<Found>>>,
+    /// Files bash hides as env files though their own name is none: what links named like
+    /// env files lead to, from the last scan (`indexed`) and the last command's env file
+    /// search (`elsewhere`). The file tools ask about them as bash hides them.
+    env_aliases: std::cell::RefCell<EnvAliases>,
     /// What the scan finds, kept current from file events (None: full scans; see `scan`).
     index: Option<Index>,
     /// The env files elsewhere in the home directory (started with the first load unless the
@@ -265,6 +284,8 @@ pub struct Session {
     once: std::cell::RefCell<Vec<(Op, PathBuf)>>,
     /// The network proxy's decisions for filtered commands (rules replaced at each load).
     gate: Arc<Gate>,
+    /// The env files the repository tracks, asked of git once (for a note and `/sandbox`).
+    committed_env: Arc<crate::committed_env::CommittedEnv>,
 }
 
 struct Loaded {
@@ -295,6 +316,21 @@ fn included_files(paths: &[GitPath]) -> impl Iterator<Item = PathBuf> + '_ {
         .map(|p| p.path.clone())
 }
 
+/// See `Session::env_aliases`.
+#[derive(Default)]
+struct EnvAliases {
+    indexed: HashSet<PathBuf>,
+    elsewhere: HashSet<PathBuf>,
+}
+
+/// The hidden env files whose own name is no env file's.
+fn env_aliases<'a>(hidden: impl Iterator<Item = &'a PathBuf>) -> HashSet<PathBuf> {
+    hidden
+        .filter(|p| !crate::guard::is_env_file(p))
+        .cloned()
+        .collect()
+}
+
 fn stamp_of(files: &[PathBuf]) -> Stamp {
     files
         .iter()
@@ -311,7 +347,14 @@ impl Session {
         let log = ViolationLog::in_agent_dir(&options.env.agent_dir);
         let store = Store::in_agent_dir(&options.env.agent_dir).map_err(|e| e.to_string());
         let gate = Arc::new(Gate::new(log.clone(), crate::net::proxy::system_resolver()));
+        let quarantine =
+            crate::quarantine::Quarantine::for_project(&options.env.agent_dir, &options.env.cwd);
+        let committed_env = Arc::new(crate::committed_env::CommittedEnv::new(
+            &options.env.cwd,
+            &options.env.home,
+        ));
         let mut s = Session {
+            committed_env,
             gate,
             store,
             granted: Snapshot::empty(),
@@ -326,9 +369,10 @@ impl Session {
             }),
             mode_override: None,
             stamp: vec![],
-            auditor: Default::default(),
+            auditor: std::cell::RefCell::new(Auditor::new(quarantine)),
             env_listings: Default::default(),
             second_names: Default::default(),
+            env_aliases: Default::default(),
             index: None,
             env_search: None,
             repo_git_paths: Default::default(),
@@ -513,7 +557,12 @@ impl Session {
             EnvPolicy::new(&config.env_allow.value, &config.env_deny.value, read_by_pi).map_err(
                 |e| LoadError {
                     code: "E_CONFIG_SCHEMA",
-                    message: format!("{}: '{}': {}", e.key, e.entry, e.message),
+                    message: format!(
+                        "{}: '{}': {}",
+                        e.key,
+                        shown::name(&e.entry),
+                        shown::text(&e.message)
+                    ),
                     file: None,
                 },
             )?;
@@ -669,6 +718,26 @@ impl Session {
     /// What a scan found, kept for the guard's second-name check.
     fn remember(&self, scan: &Scan) {
         *self.second_names.borrow_mut() = Some(scan.second_names.clone());
+        self.env_aliases.borrow_mut().indexed = env_aliases(
+            scan.protected
+                .iter()
+                .filter(|f| matches!(f.why, crate::guard::Protection::EnvFile { .. }))
+                .map(|f| &f.path),
+        );
+    }
+
+    /// An allowed read or write of a file bash hides as an env file under another name is
+    /// judged as one: the layers agree.
+    fn env_alias_check(&self, guard: &Guard, decision: Decision) -> Decision {
+        if !decision.allowed() || !guard.hides_env_files() {
+            return decision;
+        }
+        let aliases = self.env_aliases.borrow();
+        if !aliases.indexed.contains(&decision.path) && !aliases.elsewhere.contains(&decision.path)
+        {
+            return decision;
+        }
+        guard.check_as_env_file(decision.op, &decision.path)
     }
 
     /// A protected file is protected under every name: an allowed write is refused when the
@@ -677,13 +746,22 @@ impl Session {
     /// mounts; a file with several links is always checked against a fresh scan.
     fn second_name_check(&self, guard: &Guard, decision: Decision) -> Decision {
         use std::os::unix::fs::MetadataExt;
-        if decision.op != Op::Write || !decision.allowed() || !guard.active() {
+        if !decision.allowed() || !guard.active() {
             return decision;
         }
-        let linked =
-            std::fs::symlink_metadata(&decision.path).is_ok_and(|m| m.is_file() && m.nlink() > 1);
-        if linked || self.second_names.borrow().is_none() {
+        let linked = decision.op == Op::Write
+            && std::fs::symlink_metadata(&decision.path)
+                .is_ok_and(|m| m.is_file() && m.nlink() > 1);
+        // A write asks the index again (cheap: it follows events, and the folders whose links
+        // it walks are listed again only when changed): a link the user made into a
+        // protected folder since the last command counts at once.
+        let fresh = decision.op == Op::Write && self.index.is_some();
+        if linked || fresh || self.second_names.borrow().is_none() {
             self.remember(&self.scan(guard));
+        }
+        let decision = self.env_alias_check(guard, decision);
+        if decision.op != Op::Write || !decision.allowed() {
+            return decision;
         }
         let names = self.second_names.borrow();
         let Some(found) = names
@@ -1020,12 +1098,13 @@ impl Session {
             scan.hidden_env_files.extend(
                 elsewhere
                     .iter()
-                    .filter(|p| !known.contains(*p) && guard.masks_env_file(p))
-                    .cloned(),
+                    .filter_map(|p| crate::platform::mounts::env_file_to_mask(guard, p))
+                    .filter(|p| !known.contains(p)),
             );
         }
         auditor.baseline(&scan);
         self.remember(&scan);
+        self.env_aliases.borrow_mut().elsewhere = env_aliases(scan.hidden_env_files.iter());
         let tmp = std::env::temp_dir();
         let unset_env: Vec<String> = self.dropped_env().into_iter().map(|d| d.name).collect();
         let set_env = environment::cache_redirects(
@@ -1277,7 +1356,11 @@ impl Session {
         let env = &self.options.env;
         let broad =
             decision.op == Op::Write && self.too_broad(prompts::write_grant_dir(&decision.path));
-        prompts::for_decision(decision, &env.project_config(), &env.global_config(), broad)
+        let files = match &self.state {
+            Ok(l) => grant_files(&l.config, env),
+            Err(_) => grant_files(&Config::defaults_for(env), env),
+        };
+        prompts::for_decision(decision, &files, broad)
     }
 
     /// A directory too wide to grant from a prompt: the root, the home directory, or one that
@@ -1301,7 +1384,7 @@ impl Session {
         if decision.verdict != Verdict::Prompt {
             return Err(format!(
                 "{} cannot be allowed from a prompt: {}",
-                decision.path.display(),
+                shown::path(&decision.path),
                 decision.reason
             ));
         }
@@ -1320,7 +1403,7 @@ impl Session {
         if self.too_broad(prompts::write_grant_dir(&decision.path)) {
             return Err(format!(
                 "{} holds your home or this project's parents: too wide to grant from a prompt; add a narrower directory to filesystem.allowWrite yourself",
-                prompts::write_grant_dir(&decision.path).display()
+                shown::path(prompts::write_grant_dir(&decision.path))
             ));
         }
         let dir = prompts::write_grant_dir(&decision.path)
@@ -1345,7 +1428,7 @@ impl Session {
                     "user: write prompt (allow for this project)",
                 )?;
                 if trusted {
-                    format!("in {}", file.display())
+                    format!("in {}", shown::path(&file))
                 } else {
                     // The file's other widening rules are not trusted, so the file does not
                     // apply as a whole: the grant holds for this session meanwhile.
@@ -1353,12 +1436,12 @@ impl Session {
                         dir.clone(),
                         Source::Runtime(format!(
                             "allowed by the user for this project ({} is not trusted)",
-                            file.display()
+                            shown::path(&file)
                         )),
                     ));
                     format!(
-                        "in {} (and for this session, as that file is not trusted: /sandbox trust)",
-                        file.display()
+                        "for this session only: it is added to {}, which applies once you trust it (/sandbox trust)",
+                        shown::path(&file)
                     )
                 }
             }
@@ -1380,7 +1463,10 @@ impl Session {
             }
         };
         self.reload();
-        Ok(format!("Writes in {dir} are allowed {landed}."))
+        Ok(format!(
+            "Writes in {} are allowed {landed}.",
+            shown::name(&dir)
+        ))
     }
 
     /// A list as it stands below the project file: the defaults, or the global file's.
@@ -1483,13 +1569,13 @@ impl Session {
         add_list_entry(&global, at, defaults, entry, &self.config_lock_path())?;
         let project = self.options.env.project_config();
         if !crate::config_edit::sets_list(read_config_text(&project)?.as_deref(), at) {
-            return Ok((format!("in {}", global.display()), true));
+            return Ok((format!("in {}", shown::path(&global)), true));
         }
         let trusted = self.add_to_project_file(at, &[], entry, granted_by)?;
         let landed = format!(
             "in {} and in {}, whose own {}.{} replaces the global list in this project{}",
-            global.display(),
-            project.display(),
+            shown::path(&global),
+            shown::path(&project),
             at.section,
             at.key,
             if trusted {
@@ -1528,12 +1614,12 @@ impl Session {
                     &host,
                     "user: network prompt (allow for this project)",
                 )? {
-                    format!("in {}", file.display())
+                    format!("in {}", shown::path(&file))
                 } else {
                     self.gate.allow_for_session(&parsed);
                     format!(
-                        "in {} (and for this session, as that file is not trusted: /sandbox trust)",
-                        file.display()
+                        "for this session only: it is added to {}, which applies once you trust it (/sandbox trust)",
+                        shown::path(&file)
                     )
                 }
             }
@@ -1652,7 +1738,7 @@ impl Session {
         if self.project_layer().map(|p| p.sha256.as_str()) != Some(sha256) {
             return Err(format!(
                 "{} changed since you were asked; it will be shown again",
-                file.display()
+                shown::path(&file)
             ));
         }
         self.store()?
@@ -1708,6 +1794,12 @@ impl Session {
         next
     }
 
+    /// The env files the repository tracks (for the session's first note), shared so that
+    /// git is asked without the session's lock.
+    pub(crate) fn committed_env(&self) -> Arc<crate::committed_env::CommittedEnv> {
+        self.committed_env.clone()
+    }
+
     /// The effective configuration, each value with the file it came from.
     pub fn describe(&self, network: Option<Network>) -> String {
         let state = self.state.as_ref().map(|l| (&l.config, &l.guard));
@@ -1720,18 +1812,19 @@ impl Session {
         );
         let dropped = self.dropped_env();
         if let Some(p) = self.project_layer() {
-            let _ = writeln!(out, "\nProject config {}: {}", p.file.display(), match (p.widenings.is_empty(), p.trust) {
+            let _ = writeln!(out, "\nProject config {}: {}", shown::path(&p.file), match (p.widenings.is_empty(), p.trust) {
                 (true, _) => "only tightens, applied in full",
                 (false, Trust::Trusted) => "trusted by you, applied in full",
                 (false, Trust::Declined) => "you declined to trust it: only its tightening rules apply (/sandbox trust to answer again)",
                 (false, Trust::Pending) => "NOT TRUSTED YET: only its tightening rules apply (/sandbox trust to review it)",
             });
-            for w in &p.widenings {
+            for w in p.by_weight() {
                 let _ = writeln!(out, "  would {} ({})", w.what, w.key);
             }
         }
+        out.push_str(&self.committed_env.report());
         let store = match &self.store {
-            Ok(s) => s.path().display().to_string(),
+            Ok(s) => shown::path(s.path()),
             Err(e) => format!("unusable: {e}"),
         };
         let _ = writeln!(
@@ -1740,29 +1833,33 @@ impl Session {
             self.granted.entries.len()
         );
         if let Some(notice) = &self.granted.notice {
-            let _ = writeln!(out, "  {notice}");
+            let _ = writeln!(out, "  {}", shown::lines(notice));
         }
         for e in &self.granted.entries {
             let what = match &e.grant {
-                Grant::Command { command } => format!("run unsandboxed: {command:?}"),
+                Grant::Command { command } => {
+                    format!("run unsandboxed: \"{}\"", shown::text(command))
+                }
                 Grant::CommandPrefix { argv } => {
                     format!(
-                        "run unsandboxed: commands starting with {:?}",
-                        argv.join(" ")
+                        "run unsandboxed: commands starting with \"{}\"",
+                        shown::text(&argv.join(" "))
                     )
                 }
-                Grant::EnvRead { path } => format!("read {}", path.display()),
-                Grant::NetworkHost { host } => format!("connect to {host} (any port)"),
+                Grant::EnvRead { path } => format!("read {}", shown::path(path)),
+                Grant::NetworkHost { host } => {
+                    format!("connect to {} (any port)", shown::name(host))
+                }
                 Grant::ProjectTrust { file, trusted, .. } => format!(
                     "{} {}",
                     if *trusted { "trust" } else { "do not trust" },
-                    file.display()
+                    shown::path(file)
                 ),
             };
             let _ = writeln!(out, "  {what} — {}", granted_how(e));
         }
         for (dir, how) in &self.session_writes {
-            let _ = writeln!(out, "  write in {dir} — {how}");
+            let _ = writeln!(out, "  write in {} — {how}", shown::name(dir));
         }
         if let Ok(l) = &self.state {
             let _ = writeln!(
@@ -1777,9 +1874,9 @@ impl Session {
                 let _ = writeln!(
                     out,
                     "  {} — {} in {}",
-                    h.path.display(),
-                    h.why,
-                    h.git_dir.display()
+                    shown::path(&h.path),
+                    shown::text(&h.why),
+                    shown::path(&h.git_dir)
                 );
             }
             let _ = writeln!(
@@ -1792,7 +1889,7 @@ impl Session {
                 let _ = writeln!(out, "  none");
             }
             for d in &dropped {
-                let _ = writeln!(out, "  {} — {}", d.name, d.why);
+                let _ = writeln!(out, "  {} — {}", shown::name(&d.name), d.why);
             }
             let redactor = self.redactor();
             let _ = writeln!(
@@ -1804,7 +1901,7 @@ impl Session {
                 let _ = writeln!(out, "  none");
             }
             for name in redactor.names() {
-                let _ = writeln!(out, "  {name}");
+                let _ = writeln!(out, "  {}", shown::name(name));
             }
         }
         out
@@ -1861,7 +1958,10 @@ fn show_list(v: &[String]) -> String {
     if v.is_empty() {
         "none".into()
     } else {
-        v.join(", ")
+        v.iter()
+            .map(|e| shown::name(e))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 

@@ -16,9 +16,31 @@ use crate::config::{Config, Mode, Source, Sourced};
 pub struct Widening {
     /// The key, as written in the file (`filesystem.allowWrite`).
     pub key: &'static str,
-    /// What it would do, in the user's words.
+    /// What it would do, in the user's words, its names escaped and shortened (`shown`).
     pub what: String,
+    /// How much it opens: the prompt lists the heaviest first.
+    pub weight: Weight,
+    /// The same exactly (names as written, paths whole): what the trust key hashes, so
+    /// two meanings that look alike once shortened are still two answers.
+    pub meaning: String,
 }
+
+/// How much a widening opens, most first: a long list must not push the line that matters
+/// off the screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Weight {
+    /// The sandbox off, or writes reaching the home, `/` or a parent of the project.
+    Sweeping,
+    /// Other writes outside the project, and hooks that run on the host.
+    Outside,
+    /// Hosts and unix sockets.
+    Reach,
+    /// The rest.
+    Other,
+}
+
+/// How many widenings the trust prompt names; the rest are counted.
+pub const LISTED: usize = 8;
 
 /// The project layer as loaded: which file, its content hash, what it would widen, and
 /// whether those widening parts apply.
@@ -56,6 +78,19 @@ impl ProjectLayer {
     pub fn needs_answer(&self) -> bool {
         self.trust == Trust::Pending && !self.widenings.is_empty()
     }
+
+    /// Whether the file applies as written (nothing to trust, or trusted): an entry a
+    /// grant adds to it holds; otherwise that entry waits for the user's trust.
+    pub fn applies(&self) -> bool {
+        self.widenings.is_empty() || self.trust == Trust::Trusted
+    }
+
+    /// The widenings, heaviest first (in the file's order within a weight).
+    pub fn by_weight(&self) -> Vec<&Widening> {
+        let mut w: Vec<&Widening> = self.widenings.iter().collect();
+        w.sort_by_key(|w| w.weight);
+        w
+    }
 }
 
 fn mode_rank(m: Mode) -> u8 {
@@ -84,6 +119,32 @@ fn domain_covered(domain: &str, list: &[String]) -> bool {
     })
 }
 
+/// What `restrict` finds to widen, noted with both its texts.
+#[derive(Default)]
+struct Notes(Vec<Widening>);
+
+impl Notes {
+    /// A widening without names from the file: one text for both.
+    fn fixed(&mut self, key: &'static str, weight: Weight, what: String) {
+        self.0.push(Widening {
+            key,
+            what: what.clone(),
+            weight,
+            meaning: what,
+        });
+    }
+
+    /// A widening `{head} "{entry}"`: shown escaped and shortened, meant exactly.
+    fn entry(&mut self, key: &'static str, weight: Weight, head: &str, entry: &str) {
+        self.0.push(Widening {
+            key,
+            what: format!("{head} {}", crate::shown::quoted(entry)),
+            weight,
+            meaning: format!("{head} {entry:?}"),
+        });
+    }
+}
+
 /// `base` with the project's `wanted` values where they only tighten, and the list of what
 /// `wanted` would widen (empty: the project file only tightens, nothing to trust).
 /// `from_project` tells a value the project file set from one it inherited.
@@ -98,8 +159,7 @@ pub fn restrict(
     let project = Source::File(project_file.to_path_buf());
     let set_here = |source: &Source| *source == project;
     let mut out = base.clone();
-    let mut widen = Vec::new();
-    let mut note = |key: &'static str, what: String| widen.push(Widening { key, what });
+    let mut notes = Notes::default();
 
     // Keys with no security effect, or that only add protection, apply as written.
     out.redact_values = wanted.redact_values.clone();
@@ -110,15 +170,24 @@ pub fn restrict(
 
     if set_here(&wanted.enabled.source) {
         if !wanted.enabled.value && base.enabled.value {
-            note("enabled", "turn the sandbox off (enabled: false)".into());
+            notes.fixed(
+                "enabled",
+                Weight::Sweeping,
+                "turn the sandbox off (enabled: false)".into(),
+            );
         } else {
             out.enabled = wanted.enabled.clone();
         }
     }
     if set_here(&wanted.mode.source) {
         if mode_rank(wanted.mode.value) > mode_rank(base.mode.value) {
-            note(
+            let weight = match wanted.mode.value {
+                Mode::Yolo => Weight::Sweeping,
+                _ => Weight::Other,
+            };
+            notes.fixed(
                 "mode",
+                weight,
                 format!(
                     "set the mode to {} (from {})",
                     wanted.mode.value.as_str(),
@@ -129,17 +198,27 @@ pub fn restrict(
             out.mode = wanted.mode.clone();
         }
     }
+    protecting_lists(&mut out, wanted, &project, &mut notes);
+    if set_here(&wanted.allow_write.source) {
+        out.allow_write = allow_write(base, wanted, &project, resolve, &mut notes);
+    }
+    opening_lists(&mut out, wanted, &project, &mut notes);
+    switches(&mut out, wanted, &project, &mut notes);
+    (out, notes.0)
+}
 
-    // Lists that protect: the project may add entries, not remove them.
+/// Lists that protect: the project may add entries, not remove them.
+fn protecting_lists(out: &mut Config, wanted: &Config, project: &Source, notes: &mut Notes) {
     let mut union = |slot: &mut Sourced<Vec<String>>,
                      wanted: &Sourced<Vec<String>>,
                      key: &'static str,
+                     weight: Weight,
                      what: &str| {
-        if !set_here(&wanted.source) {
+        if wanted.source != *project {
             return;
         }
         for removed in slot.value.iter().filter(|e| !wanted.value.contains(e)) {
-            note(key, format!("{what} {removed:?}"));
+            notes.entry(key, weight, what, removed);
         }
         let mut merged = slot.value.clone();
         merged.extend(
@@ -154,83 +233,135 @@ pub fn restrict(
             source: wanted.source.clone(),
         };
     };
+    let (read, write) = ("filesystem.denyRead", "filesystem.denyWrite");
     union(
         &mut out.deny_read,
         &wanted.deny_read,
-        "filesystem.denyRead",
+        read,
+        Weight::Other,
         "stop hiding",
     );
+    let protecting = "stop protecting files matching";
     union(
         &mut out.deny_write,
         &wanted.deny_write,
-        "filesystem.denyWrite",
-        "stop protecting files matching",
+        write,
+        Weight::Other,
+        protecting,
     );
     union(
         &mut out.denied_domains,
         &wanted.denied_domains,
         "network.deniedDomains",
+        Weight::Reach,
         "stop refusing the domain",
     );
+    let vars = "pass on the variables";
     union(
         &mut out.env_deny,
         &wanted.env_deny,
         "env.deny",
-        "pass on the variables",
+        Weight::Other,
+        vars,
     );
+}
 
-    // Lists that open: only entries the inherited list grants already.
-    if set_here(&wanted.allow_write.source) {
-        let canon = |raw: &String| resolve(raw);
-        let base_paths: Vec<Option<PathBuf>> = base.allow_write.value.iter().map(canon).collect();
-        let wanted_paths: Vec<Option<PathBuf>> =
-            wanted.allow_write.value.iter().map(canon).collect();
-        // `/tmp` is a private tmpfs in bash: listing it does not cover the host's paths below
-        // it, which bash would get bound in.
-        let within = |inner: &Option<PathBuf>, outers: &[Option<PathBuf>]| {
-            inner.as_ref().is_some_and(|i| {
-                outers
-                    .iter()
-                    .flatten()
-                    .any(|o| i.starts_with(o) && (o.as_path() != Path::new("/tmp") || i == o))
-            })
-        };
-        let mut kept = Vec::new();
-        for (raw, path) in wanted.allow_write.value.iter().zip(&wanted_paths) {
-            if within(path, &base_paths) {
-                kept.push(raw.clone());
-            } else {
-                // Where it leads now: the trust is keyed by it (a link swapped in later is a
-                // new question, see `config::load`).
-                let leads = match path {
-                    Some(p) if p.as_os_str() != raw.as_str() => format!(" ({})", p.display()),
-                    Some(_) => String::new(),
-                    None => " (cannot be resolved)".into(),
-                };
-                note(
-                    "filesystem.allowWrite",
-                    format!("make {raw:?}{leads} writable"),
-                );
-            }
+/// The project's allowWrite: only entries the inherited list grants already (and the
+/// inherited directories inside what it lists); the others are noted.
+fn allow_write(
+    base: &Config,
+    wanted: &Config,
+    project: &Source,
+    resolve: &dyn Fn(&str) -> Option<PathBuf>,
+    notes: &mut Notes,
+) -> Sourced<Vec<String>> {
+    let canon = |raw: &String| resolve(raw);
+    let base_paths: Vec<Option<PathBuf>> = base.allow_write.value.iter().map(canon).collect();
+    let wanted_paths: Vec<Option<PathBuf>> = wanted.allow_write.value.iter().map(canon).collect();
+    // `/tmp` is a private tmpfs in bash: listing it does not cover the host's paths below
+    // it, which bash would get bound in.
+    let within = |inner: &Option<PathBuf>, outers: &[Option<PathBuf>]| {
+        inner.as_ref().is_some_and(|i| {
+            outers
+                .iter()
+                .flatten()
+                .any(|o| i.starts_with(o) && (o.as_path() != Path::new("/tmp") || i == o))
+        })
+    };
+    let weigh = write_weight(resolve);
+    let mut kept = Vec::new();
+    for (raw, path) in wanted.allow_write.value.iter().zip(&wanted_paths) {
+        if within(path, &base_paths) {
+            kept.push(raw.clone());
+            continue;
         }
-        // The intersection: inherited directories inside what the project lists stay too.
-        for (raw, path) in base.allow_write.value.iter().zip(&base_paths) {
-            if within(path, &wanted_paths) && !kept.contains(raw) {
-                kept.push(raw.clone());
-            }
-        }
-        out.allow_write = Sourced {
-            value: kept,
-            source: project.clone(),
+        // Where it leads now: the trust is keyed by it (a link swapped in later is a new
+        // question, see `config::load`).
+        let (shown, exact) = match path {
+            Some(p) if p.as_os_str() != raw.as_str() => (
+                format!(" ({})", crate::shown::path(p)),
+                format!(" ({})", p.display()),
+            ),
+            Some(_) => (String::new(), String::new()),
+            None => (
+                " (cannot be resolved)".into(),
+                " (cannot be resolved)".into(),
+            ),
         };
+        notes.0.push(Widening {
+            key: "filesystem.allowWrite",
+            what: format!("make {}{shown} writable", crate::shown::quoted(raw)),
+            weight: weigh(path.as_deref()),
+            meaning: format!("make {raw:?}{exact} writable"),
+        });
     }
-    if set_here(&wanted.allowed_domains.source) {
+    // The intersection: inherited directories inside what the project lists stay too.
+    for (raw, path) in base.allow_write.value.iter().zip(&base_paths) {
+        if within(path, &wanted_paths) && !kept.contains(raw) {
+            kept.push(raw.clone());
+        }
+    }
+    Sourced {
+        value: kept,
+        source: project.clone(),
+    }
+}
+
+/// How much making a directory writable opens: the home, `/` or a parent of the project
+/// (anything holding them) sweeps; inside the project it is minor; elsewhere, or where it
+/// cannot be resolved, it is outside.
+fn write_weight(resolve: &dyn Fn(&str) -> Option<PathBuf>) -> impl Fn(Option<&Path>) -> Weight {
+    let (home, project) = (resolve("~"), resolve("."));
+    move |path| {
+        let Some(p) = path else {
+            return Weight::Outside;
+        };
+        let holds = |inner: &Option<PathBuf>| inner.as_ref().is_some_and(|i| i.starts_with(p));
+        if p.parent().is_none()
+            || holds(&home)
+            || (holds(&project) && project.as_deref() != Some(p))
+        {
+            Weight::Sweeping
+        } else if project.as_ref().is_some_and(|root| p.starts_with(root)) {
+            Weight::Other
+        } else {
+            Weight::Outside
+        }
+    }
+}
+
+/// Lists that open (domains, sockets, variables): only entries the inherited list grants.
+fn opening_lists(out: &mut Config, wanted: &Config, project: &Source, notes: &mut Notes) {
+    if wanted.allowed_domains.source == *project {
+        // Still the inherited list: `out` is `base` there until set below.
+        let inherited = out.allowed_domains.value.clone();
         let mut kept = Vec::new();
         for d in &wanted.allowed_domains.value {
-            if domain_covered(d, &base.allowed_domains.value) {
+            if domain_covered(d, &inherited) {
                 kept.push(d.clone());
             } else {
-                note("network.allowedDomains", format!("allow the domain {d:?}"));
+                let key = "network.allowedDomains";
+                notes.entry(key, Weight::Reach, "allow the domain", d);
             }
         }
         out.allowed_domains = Sourced {
@@ -241,8 +372,9 @@ pub fn restrict(
     let mut subset = |slot: &mut Sourced<Vec<String>>,
                       wanted: &Sourced<Vec<String>>,
                       key: &'static str,
+                      weight: Weight,
                       what: &str| {
-        if !set_here(&wanted.source) {
+        if wanted.source != *project {
             return;
         }
         let mut kept = Vec::new();
@@ -250,7 +382,7 @@ pub fn restrict(
             if slot.value.contains(e) {
                 kept.push(e.clone());
             } else {
-                note(key, format!("{what} {e:?}"));
+                notes.entry(key, weight, what, e);
             }
         }
         *slot = Sourced {
@@ -262,52 +394,62 @@ pub fn restrict(
         &mut out.allow_unix_sockets,
         &wanted.allow_unix_sockets,
         "network.allowUnixSockets",
+        Weight::Reach,
         "allow connecting to the socket",
     );
     subset(
         &mut out.env_allow,
         &wanted.env_allow,
         "env.allow",
+        Weight::Other,
         "pass secrets on to commands: the variables",
     );
+}
 
-    // Switches that weaken.
-    let mut switch =
-        |slot: &mut Sourced<bool>, wanted: &Sourced<bool>, key: &'static str, what: &str| {
-            if !set_here(&wanted.source) {
-                return;
-            }
-            if wanted.value && !slot.value {
-                note(key, what.to_string());
-            } else {
-                *slot = wanted.clone();
-            }
-        };
+/// Switches that weaken.
+fn switches(out: &mut Config, wanted: &Config, project: &Source, notes: &mut Notes) {
+    let mut switch = |slot: &mut Sourced<bool>,
+                      wanted: &Sourced<bool>,
+                      key: &'static str,
+                      weight: Weight,
+                      what: &str| {
+        if wanted.source != *project {
+            return;
+        }
+        if wanted.value && !slot.value {
+            notes.fixed(key, weight, what.to_string());
+        } else {
+            *slot = wanted.clone();
+        }
+    };
     switch(
         &mut out.allow_all_unix_sockets,
         &wanted.allow_all_unix_sockets,
         "network.allowAllUnixSockets",
+        Weight::Reach,
         "allow connecting to every unix socket of the host",
     );
     switch(
         &mut out.allow_hooks_path,
         &wanted.allow_hooks_path,
         "filesystem.allowHooksPath",
+        Weight::Outside,
         "let the agent edit the git hooks directories (core.hooksPath)",
     );
     switch(
         &mut out.enable_weaker_nested_sandbox,
         &wanted.enable_weaker_nested_sandbox,
         "enableWeakerNestedSandbox",
+        Weight::Other,
         "weaken the sandbox for nested use",
     );
     switch(
         &mut out.enable_weaker_network_isolation,
         &wanted.enable_weaker_network_isolation,
         "enableWeakerNetworkIsolation",
+        Weight::Reach,
         "weaken network isolation",
     );
-    (out, widen)
 }
 
 #[cfg(test)]
@@ -399,6 +541,55 @@ mod tests {
         assert!(c.env_allow.value.is_empty());
         assert!(!c.enable_weaker_nested_sandbox.value);
         assert!(!c.enable_weaker_network_isolation.value);
+    }
+
+    #[test]
+    fn widenings_are_weighed_and_shown_escaped_but_meant_exactly() {
+        let (_, w) = run(&serde_json::json!({
+            "enabled": false,
+            "filesystem": {"allowWrite": [".", "/srv/x", "~", "..", "/", "~/.config", "/srv/\u{1b}[2K\u{202e}"]},
+            "network": {"allowedDomains": ["x.io"], "allowUnixSockets": ["/run/a.sock"]},
+            "env": {"allow": ["V"]},
+        })
+        .to_string());
+        let weight = |what: &str| {
+            w.iter()
+                .find(|x| x.what == what)
+                .unwrap_or_else(|| panic!("{what} not in {w:?}"))
+                .weight
+        };
+        assert_eq!(
+            weight("turn the sandbox off (enabled: false)"),
+            Weight::Sweeping
+        );
+        assert_eq!(weight("make \"~\" (/h) writable"), Weight::Sweeping);
+        assert_eq!(weight("make \"..\" (/) writable"), Weight::Sweeping);
+        assert_eq!(weight("make \"/\" writable"), Weight::Sweeping);
+        assert_eq!(weight("make \"/srv/x\" writable"), Weight::Outside);
+        assert_eq!(
+            weight("make \"~/.config\" (/h/.config) writable"),
+            Weight::Outside
+        );
+        assert_eq!(weight("allow the domain \"x.io\""), Weight::Reach);
+        assert_eq!(
+            weight("allow connecting to the socket \"/run/a.sock\""),
+            Weight::Reach
+        );
+        assert_eq!(
+            weight("pass secrets on to commands: the variables \"V\""),
+            Weight::Other
+        );
+        // Shown escaped; the trust key hashes the entry as written.
+        let hostile = w.iter().find(|x| x.what.contains("/srv/\\x1b")).unwrap();
+        assert_eq!(hostile.what, "make \"/srv/\\x1b[2K\\u{202e}\" writable");
+        // (As before the prompt escaped anything: the answers users gave still hold.)
+        assert_eq!(
+            hostile.meaning,
+            format!("make {:?} writable", "/srv/\u{1b}[2K\u{202e}")
+        );
+        assert!(w
+            .iter()
+            .all(|x| !x.what.chars().any(crate::shown::is_hidden)));
     }
 
     #[test]

@@ -1050,7 +1050,21 @@ function snapshot(w) {
   return new Map(walkWorld(w).map((e) => [e.key, e]));
 }
 
-const QUARANTINE = ".pi-sandbox-quarantine-";
+/** What the audit moved aside this run: [folder, moved path, original path] (see src/quarantine.rs). */
+function quarantined(w, before) {
+  const root = path.join(w.agentDir, "sandbox-quarantine");
+  const out = [];
+  for (const project of fs.existsSync(root) ? fs.readdirSync(root) : []) {
+    for (const dir of fs.readdirSync(path.join(root, project))) {
+      const folder = path.join(root, project, dir);
+      if (before.has(Buffer.from(folder).toString("latin1"))) continue;
+      const origin = fs.readFileSync(path.join(folder, "origin")).subarray(0, -1);
+      const moved = fs.readdirSync(folder, { encoding: "buffer" }).find((n) => n.toString("latin1") !== "origin");
+      out.push([folder, moved && Buffer.concat([Buffer.from(folder + "/"), moved]), origin]);
+    }
+  }
+  return out;
+}
 
 /**
  * Puts the world back as `before` was: what the audit moved aside goes back (recognised by
@@ -1060,28 +1074,25 @@ const QUARANTINE = ".pi-sandbox-quarantine-";
  */
 function restore(w, before, backups, written) {
   const movedUntouched = [];
-  // Outermost quarantines first: one can sit inside what another moved aside, and is found
-  // again at its real place once the outer one is back.
-  for (;;) {
-    const quarantines = walkWorld(w).filter((e) => e.type === "dir" && path.basename(e.key).startsWith(QUARANTINE) && !before.has(e.key));
-    const outermost = quarantines.filter((q) => !quarantines.some((o) => o !== q && q.key.startsWith(o.key + "/")));
-    if (!outermost.length) break;
-    for (const q of outermost) {
-      const parent = path.dirname(q.key);
-      for (const name of fs.readdirSync(q.buf, { encoding: "buffer" })) {
-        const moved = Buffer.concat([q.buf, Buffer.from("/"), name]);
-        const original = `${parent}/${name.toString("latin1").replace(/\.quarantined$/, "")}`;
-        const was = before.get(original);
-        if (was && was.ino === fs.lstatSync(moved).ino) {
-          fs.rmSync(Buffer.from(original, "latin1"), { recursive: true, force: true });
-          fs.renameSync(moved, Buffer.from(original, "latin1"));
-          if (![...written].some((k) => k === original || k.startsWith(original + "/"))) {
-            movedUntouched.push(Buffer.from(original, "latin1").toString("utf8"));
-          }
+  // One moved path can have been inside another moved later: put back each whose parent is
+  // there again, until none is left.
+  let pending = quarantined(w, before);
+  while (pending.length) {
+    const ready = pending.filter(([, , origin]) => fs.existsSync(origin.subarray(0, origin.lastIndexOf(0x2f))));
+    if (!ready.length) break;
+    for (const [folder, moved, originBuf] of ready) {
+      const original = originBuf.toString("latin1");
+      const was = before.get(original);
+      if (moved && was && was.ino === fs.lstatSync(moved).ino) {
+        fs.rmSync(originBuf, { recursive: true, force: true });
+        fs.renameSync(moved, originBuf);
+        if (![...written].some((k) => k === original || k.startsWith(original + "/"))) {
+          movedUntouched.push(originBuf.toString("utf8"));
         }
       }
-      fs.rmSync(q.buf, { recursive: true, force: true });
+      fs.rmSync(folder, { recursive: true, force: true });
     }
+    pending = pending.filter((p) => !ready.includes(p));
   }
   for (const e of walkWorld(w)) {
     const was = before.get(e.key);

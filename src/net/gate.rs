@@ -12,7 +12,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, TcpListener};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
@@ -35,8 +34,7 @@ pub struct Rules {
     /// Hosts the user allowed from a prompt, each with how (for the log).
     pub granted: Vec<(Host, String)>,
     /// The config files a domain is added to for good, for the prompt and messages.
-    pub project_file: PathBuf,
-    pub global_file: PathBuf,
+    pub files: prompts::GrantFiles,
 }
 
 /// The rules' answer for a host, before anyone is asked.
@@ -421,13 +419,7 @@ impl CommandNet {
             return Ok(());
         }
         let shown = host.to_string();
-        let prompt = prompts::network_host(
-            &shown,
-            port,
-            is_local(host),
-            &rules.project_file,
-            &rules.global_file,
-        );
+        let prompt = prompts::network_host(&shown, port, is_local(host), &rules.files);
         if self.finished.load(Ordering::SeqCst) {
             return Err(format!(
                 "Blocked: a connection to {host}:{port}: the command was over before anyone could be asked"
@@ -506,8 +498,11 @@ mod tests {
         Rules {
             filter: DomainFilter::new(&v(allowed), &v(denied)).unwrap(),
             granted: vec![],
-            project_file: "/w/p/.pi/sandbox.json".into(),
-            global_file: "/home/u/.pi/agent/extensions/sandbox.json".into(),
+            files: prompts::GrantFiles {
+                project: "/w/p/.pi/sandbox.json".into(),
+                global: "/home/u/.pi/agent/extensions/sandbox.json".into(),
+                project_applies: true,
+            },
         }
     }
 

@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use super::protected_links;
 use crate::config::Mode;
 use crate::guard::{Guard, Protection};
 use crate::policy::Network;
@@ -354,8 +355,10 @@ pub fn env_files_around(guard: &Guard, listings: &mut EnvFileListings) -> Vec<Pa
             continue;
         }
         for path in listings.env_files_in(dir) {
-            if guard.masks_env_file(&path) && !found.contains(&path) {
-                found.push(path);
+            if let Some(path) = env_file_to_mask(guard, &path) {
+                if !found.contains(&path) {
+                    found.push(path);
+                }
             }
         }
     }
@@ -429,21 +432,33 @@ impl Scan {
 
 /// The fingerprint of a protected link's target that does not exist.
 pub const LINK_TARGET_MISSING: &[u8] = b"missing-link-target";
+/// How a fingerprint records a symlink: this, then its target.
+pub const FP_LINK: &[u8] = b"link:";
+/// How a fingerprint records a regular file: this, then its content.
+const FP_FILE: &[u8] = b"file:";
 
+/// The content a fingerprint records, when it records a regular file's.
+pub fn fingerprinted_content(fingerprint: &[u8]) -> Option<&[u8]> {
+    fingerprint.strip_prefix(FP_FILE)
+}
+
+/// What a path holds, for the audit to compare before and after a command and to put back.
+/// Each kind has its own prefix, so no content can pass for a link or for another kind (a
+/// FIFO replacing an empty file changes the fingerprint). The content is read by
+/// `content::read`: never blocking, bounded; a file over the bound is recorded by inode and
+/// change time, which any write changes.
 fn fingerprint(path: &Path, meta: &std::fs::Metadata) -> Vec<u8> {
+    use crate::content::{self, NotContent};
     if meta.file_type().is_symlink() {
-        let mut v = b"link:".to_vec();
-        v.extend(
-            std::fs::read_link(path)
-                .unwrap_or_default()
-                .as_os_str()
-                .as_encoded_bytes(),
-        );
-        v
-    } else if meta.is_file() {
-        std::fs::read(path).unwrap_or_default()
-    } else {
-        Vec::new()
+        let target = std::fs::read_link(path).unwrap_or_default();
+        return [FP_LINK, target.as_os_str().as_encoded_bytes()].concat();
+    }
+    match content::read(path, content::GIT_FILE_LIMIT) {
+        Ok(bytes) => [FP_FILE, &bytes].concat(),
+        Err(NotContent::TooLarge { size, stamp, .. }) => {
+            format!("large:{size}:{stamp:?}").into_bytes()
+        }
+        Err(not) => format!("kind:{not}").into_bytes(),
     }
 }
 
@@ -527,7 +542,10 @@ pub(crate) fn judge(
     let git_dir = file_type.is_dir() && git.is_git_dir(path);
     let mut is_git_dir = |p: &Path| guard.is_git_dir_for_writes(p, git);
     let protection = guard.write_protection(path, &mut is_git_dir);
-    if file_type.is_file() && guard.masks_env_file(path) {
+    // A link named like an env file is one too: `record` masks what it leads to.
+    let env_named_link =
+        file_type.is_symlink() && guard.hides_env_files() && crate::guard::is_env_file(path);
+    if (file_type.is_file() && guard.masks_env_file(path)) || env_named_link {
         return Judged {
             git_dir,
             protection: Some(Protection::EnvFile {
@@ -557,8 +575,9 @@ pub(crate) fn judge(
 }
 
 /// Adds what the protected paths `protected` (as `judge` found them) mean to `scan`: each
-/// path, a protected link's target, the audit's fingerprints. Returns the inodes of protected
-/// files with several names, each with the protected name (for `hard_link`).
+/// path, what the links among them and inside them lead to, the audit's fingerprints.
+/// Returns the inodes of protected files with several names, each with the protected name
+/// (for `hard_link`).
 pub(crate) fn record(
     scan: &mut Scan,
     roots: &[PathBuf],
@@ -568,52 +587,35 @@ pub(crate) fn record(
 ) -> HashMap<(u64, u64), PathBuf> {
     // Protected files with more than one name: only these can have a writable second name.
     let mut linked_inodes: HashMap<(u64, u64), PathBuf> = HashMap::new();
-    let mut collect_linked_inodes = |path: &Path, meta: &std::fs::Metadata, depth: usize| {
+    let mut collect = |path: &Path, meta: &std::fs::Metadata, depth: usize| {
         if links == Links::Collect {
             collect_linked_inodes(path, meta, depth, &mut linked_inodes);
         }
     };
+    let agent_dir = &guard.env().agent_dir;
     for (path, why) in protected {
         let path = path.as_path();
         let Ok(meta) = std::fs::symlink_metadata(path) else {
             continue;
         };
-        let audit_only = matches!(&why, Protection::Surface(h) if h.entry.keep == Keep::Audit);
-        collect_linked_inodes(path, &meta, usize::MAX);
-        if meta.file_type().is_symlink() {
-            // The kernel follows the link: what it points to is what git or pi load.
-            // Bash needs a mount only inside its writable trees; the path guard needs the
-            // target wherever it is (the file tools can write the host's /tmp).
-            // A link chain through /proc (`/proc/self/cwd/...`) leads somewhere else for
-            // every process that follows it: no one target to protect. Such a link that a
-            // command makes is moved aside by the audit like any new protected link.
-            let target = crate::paths::canonicalize_traced(path)
-                .ok()
-                .filter(|(_, through)| !through.iter().any(|d| d.starts_with("/proc")))
-                .map(|(t, _)| t);
-            if let Some(target) = target {
-                let found = Found {
-                    path: target.clone(),
-                    why: Protection::LinkTarget {
-                        link: path.to_path_buf(),
-                        of: Box::new(why.clone()),
-                    },
-                    fingerprint: Vec::new(),
-                };
-                scan.second_names.push(found.clone());
-                match std::fs::symlink_metadata(&target) {
-                    // Dangling: nothing to mount, but a command could create it. The audit
-                    // compares it, and moves aside what appears there.
-                    Err(_) => scan.audited.push(Found {
-                        fingerprint: LINK_TARGET_MISSING.to_vec(),
-                        ..found
-                    }),
-                    Ok(tmeta) if roots.iter().any(|r| is_under(&target, r)) => {
-                        collect_linked_inodes(&target, &tmeta, usize::MAX);
-                        scan.protected.push(found);
-                    }
-                    Ok(_) => {}
+        let why = match why {
+            Protection::EnvFile { also } if meta.file_type().is_symlink() => {
+                scan.protected.extend(env_file_behind(guard, path));
+                match also {
+                    Some(also) => *also,
+                    None => continue,
                 }
+            }
+            why => why,
+        };
+        let audit_only = matches!(&why, Protection::Surface(h) if h.entry.keep == Keep::Audit);
+        collect(path, &meta, usize::MAX);
+        if meta.file_type().is_symlink() {
+            protect_link_target(scan, roots, path, &why, &mut collect);
+        } else if meta.is_dir() && !audit_only {
+            // A folder bound whole: pi or git load what each link inside it leads to.
+            for link in protected_links::links_below(path, agent_dir) {
+                protect_link_target(scan, roots, &link, &why, &mut collect);
             }
         }
         let found = Found {
@@ -631,18 +633,93 @@ pub(crate) fn record(
             scan.protected.push(found);
         }
     }
-    // Hard links to the table's fixed places too (a workspace file that is also ~/.bashrc);
-    // their top levels only: pi's session transcripts are many and never linked by pi.
-    let fixed_paths = match links {
-        Links::Collect => guard.anchors().fixed_paths(),
-        Links::Skip => &[],
-    };
-    for (p, _) in fixed_paths {
-        if let Ok(meta) = std::fs::symlink_metadata(p) {
-            collect_linked_inodes(p, &meta, 2);
+    // The table's fixed places (pi's agent dir, ~/.ssh, ~/.local/bin, ...) lie outside the
+    // writable trees as a rule, but a link inside one can lead into them. Hard links to
+    // them too (a workspace file that is also ~/.bashrc), their top levels only: pi's
+    // session transcripts are many and never linked by pi.
+    for (p, entry) in guard.anchors().fixed_paths() {
+        let Ok(meta) = std::fs::symlink_metadata(p) else {
+            continue;
+        };
+        if links == Links::Collect {
+            collect(p, &meta, 2);
+        }
+        if roots.iter().any(|r| is_under(p, r)) {
+            continue; // walked above, if the scan found it
+        }
+        let why = Protection::Surface(crate::protected::Hit {
+            entry,
+            root: p.clone(),
+        });
+        for link in protected_links::links_below(p, agent_dir) {
+            protect_link_target(scan, roots, &link, &why, &mut collect);
         }
     }
     linked_inodes
+}
+
+/// What the protected link `link` (protected as `why`, or inside what is) leads to: a second
+/// name for the path guard wherever it is; for bash, a read-only mount inside its writable
+/// trees, or, while it does not exist, a path the audit watches (a command could create it).
+/// A chain through /proc (`/proc/self/cwd/...`) leads somewhere else for every process that
+/// follows it: no one target to protect (a command making such a link is moved aside by the
+/// audit like any new protected link).
+fn protect_link_target(
+    scan: &mut Scan,
+    roots: &[PathBuf],
+    link: &Path,
+    why: &Protection,
+    collect: &mut impl FnMut(&Path, &std::fs::Metadata, usize),
+) {
+    let Some(target) = crate::paths::canonicalize_traced(link)
+        .ok()
+        .filter(|(_, through)| !through.iter().any(|d| d.starts_with("/proc")))
+        .map(|(t, _)| t)
+    else {
+        return;
+    };
+    let found = Found {
+        path: target.clone(),
+        why: Protection::LinkTarget {
+            link: link.to_path_buf(),
+            of: Box::new(why.clone()),
+        },
+        fingerprint: Vec::new(),
+    };
+    scan.second_names.push(found.clone());
+    let in_roots = roots.iter().any(|r| is_under(&target, r));
+    match std::fs::symlink_metadata(&target) {
+        Err(_) if in_roots || roots.iter().any(|r| is_under(link, r)) => scan.audited.push(Found {
+            fingerprint: LINK_TARGET_MISSING.to_vec(),
+            ..found
+        }),
+        Ok(tmeta) if in_roots => {
+            collect(&target, &tmeta, usize::MAX);
+            scan.protected.push(found);
+        }
+        _ => {}
+    }
+}
+
+/// The env file a link named like one leads to, to hide in bash under its real path (a
+/// mount on the link would land wherever the link points when bwrap sets it up).
+fn env_file_behind(guard: &Guard, link: &Path) -> Option<Found> {
+    let target = crate::paths::canonicalize(link).ok()?;
+    let is_file = std::fs::symlink_metadata(&target).is_ok_and(|m| m.is_file());
+    (is_file && guard.masks_env_file_named(&target, true)).then(|| Found {
+        path: target,
+        why: Protection::EnvFile { also: None },
+        fingerprint: Vec::new(),
+    })
+}
+
+/// The env file to hide for `path`, a file or link one of the env-file walks found: the
+/// file itself, or for a link, what it leads to (see `env_file_behind`).
+pub(crate) fn env_file_to_mask(guard: &Guard, path: &Path) -> Option<PathBuf> {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return env_file_behind(guard, path).map(|f| f.path);
+    }
+    guard.masks_env_file(path).then(|| path.to_path_buf())
 }
 
 /// Whether `record` looks for the protected files that have several names. The index skips
@@ -1028,8 +1105,16 @@ mod tests {
         let g = guard("{}", &env);
         let mut found = env_files_around(&g, &mut EnvFileListings::default());
         found.sort();
-        // The project's own are the index's; a directory or a link named like one is not.
-        assert_eq!(found, [root.join(".env"), root.join("home/.env.prod")]);
+        // The project's own are the index's; a directory named like one is none, a link named
+        // like one hides what it leads to.
+        assert_eq!(
+            found,
+            [
+                root.join(".env"),
+                root.join("home/.env.prod"),
+                root.join("home/notes.txt")
+            ]
+        );
         // They are masked like the indexed ones.
         let scan = Scan {
             hidden_env_files: found.clone(),
@@ -1118,5 +1203,48 @@ mod tests {
             ]
         );
         assert_eq!(scan.git_dirs, [root.join("proj/vendor/.git")]);
+    }
+
+    #[test]
+    fn what_a_link_inside_a_protected_folder_leads_to_is_protected_too() {
+        let t = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        let env = Env::under(&root);
+        for d in [
+            "proj/.pi/extensions",
+            "proj/src",
+            "home/.pi/agent/extensions",
+        ] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::fs::write(root.join("proj/src/x.ts"), "").unwrap();
+        std::fs::write(root.join("proj/src/conf.json"), "{}").unwrap();
+        std::fs::write(root.join("proj/src/z.ts"), "").unwrap();
+        let link = |to: &str, at: &str| std::os::unix::fs::symlink(to, root.join(at)).unwrap();
+        // the project's .pi: an extension, the sandbox config, one not there yet
+        link("../../src/x.ts", "proj/.pi/extensions/x.ts");
+        link("../src/conf.json", "proj/.pi/sandbox.json");
+        link("../../src/new.ts", "proj/.pi/extensions/new.ts");
+        // pi's agent dir, outside the writable trees, leading into them
+        link(
+            root.join("proj/src/z.ts").to_str().unwrap(),
+            "home/.pi/agent/extensions/z.ts",
+        );
+        let g = guard("{}", &env);
+        let scan = scan_protected(&g, std::slice::from_ref(&env.cwd));
+        let second: Vec<&Path> = scan.second_names.iter().map(|f| f.path.as_path()).collect();
+        let protected: Vec<&Path> = scan.protected.iter().map(|f| f.path.as_path()).collect();
+        for f in ["proj/src/x.ts", "proj/src/conf.json", "proj/src/z.ts"] {
+            assert!(second.contains(&root.join(f).as_path()), "{f}: {second:?}");
+            assert!(
+                protected.contains(&root.join(f).as_path()),
+                "{f}: {protected:?}"
+            );
+        }
+        // a missing target is watched by the audit, and the guard knows it
+        assert!(second.contains(&root.join("proj/src/new.ts").as_path()));
+        assert!(scan.audited.iter().any(
+            |f| f.path == root.join("proj/src/new.ts") && f.fingerprint == LINK_TARGET_MISSING
+        ));
     }
 }
