@@ -540,8 +540,18 @@ export interface LoadOptions {
   home?: string
   /** Defaults to `$PI_CODING_AGENT_DIR`, else `~/.pi/agent`. */
   agentDir?: string
-  /** Defaults to `$PI_CODING_AGENT_SESSION_DIR`. */
+  /**
+   * The folder pi keeps this session's transcript in, as pi names it
+   * (`ctx.sessionManager.getSessionDir()`, made absolute against pi's own cwd). Whatever
+   * is given, the folder `$PI_CODING_AGENT_SESSION_DIR` or pi's settings (`sessionDir`)
+   * name is pi's too (its next session goes there), and the only one when this is absent.
+   */
   sessionDir?: string
+  /**
+   * The live transcript (`ctx.sessionManager.getSessionFile()`, absolute): pi appends to
+   * it on the host.
+   */
+  sessionFile?: string
   /**
    * Defaults to `$PI_SANDBOX_APPROVAL_MODE` (ask when unset). Any other value does not
    * throw: the sandbox loads refusing (`error.code` `E_APPROVAL_MODE`).
@@ -594,6 +604,15 @@ export interface Prompt {
   /** The project file's content hash the trust prompt is about (pass to `answerTrust`). */
   sha256?: string
 }
+
+/**
+ * Where pi, started in `cwd`, keeps its session transcripts when not in its per-project
+ * folder of the agent dir, resolved as pi resolves it: `sessionDirVar` (the value of
+ * `PI_CODING_AGENT_SESSION_DIR`) when not empty, else `sessionDir` of `agentDir`'s
+ * `settings.json` merged with the project's `.pi/settings.json`; `~` from `home`, a relative
+ * path from `cwd`. Null for pi's per-project folder (or where pi would not start).
+ */
+export declare function resolveSessionDir(cwd: string, home: string, agentDir: string, sessionDirVar?: string | undefined | null): string | null
 
 /** The OS sandbox bash runs in here (probed once per process). */
 export declare function sandboxCapability(): Capability

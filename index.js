@@ -842,6 +842,7 @@ module.exports.Sandbox = nativeBinding.Sandbox
 module.exports.guardedTools = nativeBinding.guardedTools
 module.exports.parseMode = nativeBinding.parseMode
 module.exports.probeCapability = nativeBinding.probeCapability
+module.exports.resolveSessionDir = nativeBinding.resolveSessionDir
 module.exports.sandboxCapability = nativeBinding.sandboxCapability
 module.exports.shownLines = nativeBinding.shownLines
 module.exports.shownText = nativeBinding.shownText

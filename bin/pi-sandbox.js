@@ -23,8 +23,10 @@ Usage:
                                               hosts are refused, there is no one to ask), off, on
 
 Options:
-  --cwd DIR   session directory (default: the current directory); PATH is relative to it
-  -h, --help  this text
+  --cwd DIR          session directory (default: the current directory); PATH is relative to it
+  --session-dir DIR  where pi keeps its transcripts, as pi's own --session-dir (default: as pi
+                     resolves it: PI_CODING_AGENT_SESSION_DIR, then sessionDir of pi's settings)
+  -h, --help         this text
 
 Config files: $PI_CODING_AGENT_DIR/extensions/sandbox.json (default ~/.pi/agent/...), then
 <cwd>/.pi/sandbox.json. PI_SANDBOX_APPROVAL_MODE (ask|always|deny) applies as in pi.`;
@@ -48,6 +50,10 @@ function parseArgs(argv) {
       if (i + 1 >= argv.length) fail("--cwd needs a directory");
       opts.cwd = path.resolve(argv[++i]);
     } else if (a.startsWith("--cwd=")) opts.cwd = path.resolve(a.slice(6));
+    else if (a === "--session-dir") {
+      if (i + 1 >= argv.length) fail("--session-dir needs a directory");
+      opts.sessionDir = argv[++i];
+    } else if (a.startsWith("--session-dir=")) opts.sessionDir = a.slice(14);
     else if (a === "--") opts.rest.push(...argv.slice(i + 1)), (i = argv.length);
     // `run PROGRAM ARGS...`: from the program on, every word is the command's, options too.
     else if (opts.rest[0] === "run" && !(a.startsWith("-") && a !== "-")) opts.rest.push(...argv.slice(i)), (i = argv.length);
@@ -118,7 +124,9 @@ function main() {
   const addon = loadAddon();
   ({ shownText, shownLines } = addon);
   const { Sandbox } = addon;
-  const sandbox = Sandbox.load({ cwd: opts.cwd });
+  // A relative one from the session directory, where pi would have been started.
+  const sessionDir = opts.sessionDir ? path.resolve(opts.cwd, opts.sessionDir) : undefined;
+  const sandbox = Sandbox.load({ cwd: opts.cwd, sessionDir });
   switch (command) {
     case "check":
     case "explain": {

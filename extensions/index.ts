@@ -16,6 +16,7 @@ import {
 	SettingsManager,
 } from "@mariozechner/pi-coding-agent";
 import { constants as fsConstants, promises as fs } from "node:fs";
+import path from "node:path";
 import type {
 	BashOperations,
 	EditOperations,
@@ -98,22 +99,44 @@ function imageMimeType(bytes: Buffer): string | null {
 	return null;
 }
 
+/** Where pi keeps this session's transcript, as pi's own session manager names it. */
+type PiSession = { sessionDir?: string; sessionFile?: string };
+
+/**
+ * pi's answer, not a re-reading of its flags, environment and settings. pi opens these
+ * paths as given, a relative one (a relative `sessionDir`) from its own cwd. Empty when pi
+ * keeps no transcript (`--no-session`): the core then resolves the folder as pi would.
+ */
+function piSessionOf(ctx: ExtensionContext): PiSession {
+	try {
+		const dir = ctx.sessionManager.getSessionDir();
+		const file = ctx.sessionManager.getSessionFile();
+		return { sessionDir: dir ? path.resolve(dir) : undefined, sessionFile: file ? path.resolve(file) : undefined };
+	} catch {
+		return {};
+	}
+}
+
 export default function sandboxExtension(pi: ExtensionAPI) {
 	const { addon, error: addonError } = loadAddon();
 	escapeWith(addon);
 	const startCwd = process.cwd();
-	/** The session's sandbox for `cwd`, loaded off the main thread on first use. */
-	let loaded: { cwd: string; sandbox: Promise<SandboxHandle> } | undefined;
+	/** The session's sandbox for `cwd` and pi's session files, loaded off the main thread on first use. */
+	let loaded: { key: string; sandbox: Promise<SandboxHandle> } | undefined;
 	/** pi's session id: grants "for this session" belong to it. */
 	let sessionId: string | undefined;
+	/** Where pi keeps the session's transcript: protected, and what else is there hidden. */
+	let piSession: PiSession = {};
 	/** The context of the last event, to ask the user from bash's exec (which has none). */
 	let uiCtx: ExtensionContext | undefined;
 	const sandboxFor = (cwd: string, ctx?: ExtensionContext): Promise<SandboxHandle> => {
 		if (!addon) return Promise.reject(new Error(addonLoadFailure(addonError)));
-		if (!loaded || loaded.cwd !== cwd) {
+		if (ctx) piSession = piSessionOf(ctx);
+		const key = JSON.stringify([cwd, piSession.sessionDir, piSession.sessionFile]);
+		if (!loaded || loaded.key !== key) {
 			loaded = {
-				cwd,
-				sandbox: addon.Sandbox.loadAsync({ cwd, sessionId }).then((s) => withNetworkPrompts(withFlagMode(addon, s, ctx))),
+				key,
+				sandbox: addon.Sandbox.loadAsync({ cwd, sessionId, ...piSession }).then((s) => withNetworkPrompts(withFlagMode(addon, s, ctx))),
 			};
 		}
 		return loaded.sandbox;

@@ -82,6 +82,9 @@ pub const HOME: &[Entry] = &[
 pub const AUTH_JSON_WHY: &str = "pi's API keys";
 pub const MODELS_JSON_WHY: &str = "pi's custom providers, with their API keys";
 pub const OTHER_SESSIONS_WHY: &str = "pi's transcripts of other projects";
+pub const SHARED_SESSIONS_WHY: &str =
+    "pi's session folder, where pi keeps every project's transcripts";
+pub const FOREIGN_TRANSCRIPT_WHY: &str = "pi's transcript of another project";
 
 /// The directory pi keeps this project's transcripts in: `sessions/--<cwd with / as ->--`
 /// under the agent dir (pi's `getDefaultSessionDir`).
@@ -94,28 +97,50 @@ pub fn current_sessions_dir(env: &Env) -> PathBuf {
     env.agent_dir.join("sessions").join(format!("--{safe}--"))
 }
 
-/// Every other project's transcript directory that exists now. With
-/// `PI_CODING_AGENT_SESSION_DIR` pi keeps this session elsewhere; the agent dir's are all
-/// other projects' then.
-pub fn other_sessions(env: &Env) -> Vec<PathBuf> {
-    let dir = env.agent_dir.join("sessions");
-    let current = current_sessions_dir(env);
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return vec![];
-    };
-    let mut out: Vec<PathBuf> = entries
+/// The transcripts the agent may not read, each with why: every other project's folder in
+/// the agent dir that exists now (this project's too when pi keeps this session elsewhere),
+/// and what `pi_session::hidden_transcripts` hides of pi's other session folders. The agent
+/// reads this project's transcripts where only they are kept, as pi's default layout has it.
+pub fn other_sessions(env: &Env) -> Vec<(PathBuf, &'static str)> {
+    let canonical = |p: &Path| crate::paths::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let current = canonical(&current_sessions_dir(env));
+    let elsewhere: Vec<PathBuf> = env
+        .session_dirs
+        .iter()
+        .map(|d| canonical(d))
+        .filter(|d| *d != current)
+        .collect();
+    let live_here = env
+        .session_dirs
+        .first()
+        .is_none_or(|d| canonical(d) == current);
+    let mut out: Vec<(PathBuf, &'static str)> = std::fs::read_dir(env.agent_dir.join("sessions"))
+        .into_iter()
+        .flatten()
         .flatten()
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .map(|e| e.path())
-        .filter(|p| env.session_dir.is_some() || *p != current)
+        .filter(|p| !live_here || canonical(p) != current)
+        .map(|p| (p, OTHER_SESSIONS_WHY))
         .collect();
+    let (cwd, home) = (canonical(&env.cwd), canonical(&env.home));
+    for p in crate::pi_session::hidden_transcripts(&elsewhere, &cwd, &home) {
+        let why = match p.extension().is_some_and(|x| x == "jsonl") {
+            true => FOREIGN_TRANSCRIPT_WHY,
+            false => SHARED_SESSIONS_WHY,
+        };
+        out.push((p, why));
+    }
     out.sort();
     out
 }
 
 /// The default denyRead entries for `env`, each with why: the home list, pi's key files, and
 /// `other_sessions` (listed by the caller, at the edge).
-pub fn defaults(agent_dir: &Path, other_sessions: &[PathBuf]) -> Vec<(String, &'static str)> {
+pub fn defaults(
+    agent_dir: &Path,
+    other_sessions: &[(PathBuf, &'static str)],
+) -> Vec<(String, &'static str)> {
     let mut out: Vec<(String, &'static str)> =
         HOME.iter().map(|e| (e.path.to_string(), e.why)).collect();
     out.push((
@@ -126,8 +151,8 @@ pub fn defaults(agent_dir: &Path, other_sessions: &[PathBuf]) -> Vec<(String, &'
         agent_dir.join("models.json").display().to_string(),
         MODELS_JSON_WHY,
     ));
-    for s in other_sessions {
-        out.push((s.display().to_string(), OTHER_SESSIONS_WHY));
+    for (s, why) in other_sessions {
+        out.push((s.display().to_string(), why));
     }
     out
 }
@@ -155,18 +180,66 @@ mod tests {
         std::fs::create_dir_all(&here).unwrap();
         std::fs::create_dir_all(&other).unwrap();
         std::fs::write(env.agent_dir.join("sessions/stray.jsonl"), "").unwrap();
-        assert_eq!(other_sessions(&env), vec![other.clone()]);
-        // Sessions kept elsewhere: every directory here is another project's.
+        assert_eq!(
+            other_sessions(&env),
+            vec![(other.clone(), OTHER_SESSIONS_WHY)]
+        );
+        // pi names this project's folder: the same.
+        let mut named = env.clone();
+        named.session_dirs = vec![here.clone()];
+        assert_eq!(
+            other_sessions(&named),
+            vec![(other.clone(), OTHER_SESSIONS_WHY)]
+        );
+        // Sessions kept elsewhere: every directory here is another project's, and the
+        // folder pi shares between projects is hidden whole (made later, it is hidden then).
         let mut elsewhere = env.clone();
-        elsewhere.session_dir = Some(t.path().join("mine"));
-        let mut both = vec![here, other];
-        both.sort();
-        assert_eq!(other_sessions(&elsewhere), both);
+        let mine = t.path().join("mine");
+        elsewhere.session_dirs = vec![mine.clone(), here.clone()];
+        let mut all = vec![
+            (here, OTHER_SESSIONS_WHY),
+            (other, OTHER_SESSIONS_WHY),
+            (mine, SHARED_SESSIONS_WHY),
+        ];
+        all.sort();
+        assert_eq!(other_sessions(&elsewhere), all);
+    }
+
+    #[test]
+    fn in_a_session_folder_inside_the_project_only_other_projects_transcripts_are_hidden() {
+        let t = tempfile::tempdir().unwrap();
+        let mut env = Env::under(&std::fs::canonicalize(t.path()).unwrap());
+        let dir = env.cwd.join(".sessions");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::create_dir_all(&env.home).unwrap();
+        let header =
+            |cwd: &Path| format!("{{\"type\":\"session\",\"id\":\"x\",\"cwd\":{cwd:?}}}\n{{}}\n");
+        std::fs::write(dir.join("mine.jsonl"), header(&env.cwd)).unwrap();
+        std::fs::write(dir.join("theirs.jsonl"), header(Path::new("/elsewhere"))).unwrap();
+        std::fs::write(dir.join("broken.jsonl"), "not json\n").unwrap();
+        std::fs::write(dir.join("notes.txt"), "").unwrap();
+        std::os::unix::fs::symlink(dir.join("mine.jsonl"), dir.join("link.jsonl")).unwrap();
+        env.session_dirs = vec![dir.clone()];
+        let hidden: Vec<_> = other_sessions(&env).into_iter().map(|(p, _)| p).collect();
+        let names: Vec<_> = ["broken.jsonl", "link.jsonl", "theirs.jsonl"]
+            .iter()
+            .map(|n| dir.join(n))
+            .collect();
+        assert_eq!(hidden, names);
+        // The project as pi's session folder (`sessionDir: "."`): the same, listed there.
+        std::fs::write(env.cwd.join("theirs.jsonl"), header(Path::new("/x"))).unwrap();
+        std::fs::write(env.cwd.join("mine.jsonl"), header(&env.cwd)).unwrap();
+        env.session_dirs = vec![env.cwd.clone()];
+        let hidden: Vec<_> = other_sessions(&env).into_iter().map(|(p, _)| p).collect();
+        assert_eq!(hidden, vec![env.cwd.join("theirs.jsonl")]);
     }
 
     #[test]
     fn every_default_names_why() {
-        let d = defaults(Path::new("/a"), &[PathBuf::from("/a/sessions/--x--")]);
+        let d = defaults(
+            Path::new("/a"),
+            &[(PathBuf::from("/a/sessions/--x--"), OTHER_SESSIONS_WHY)],
+        );
         assert!(d.iter().all(|(p, why)| !p.is_empty() && !why.is_empty()));
         for needed in [
             "~/.git-credentials",

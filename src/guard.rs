@@ -233,10 +233,10 @@ impl Guard {
             cwd,
             home,
             agent_dir: paths::canonicalize(&env.agent_dir)?,
-            session_dir: match &env.session_dir {
-                Some(d) => Some(paths::canonicalize(d)?),
-                None => None,
-            },
+            // As pi names them: what keeps them (`pi_session::protected_places`) follows
+            // their links itself.
+            session_dirs: env.session_dirs.clone(),
+            session_file: env.session_file.clone(),
         };
         let rule_err =
             |key: &str, entry: &str, source: &Source, message: String| GuardError::Rule {
@@ -359,7 +359,15 @@ impl Guard {
             .filter(|a| protected::is_git_dir_on_disk(a))
             .map(Path::to_path_buf)
             .collect();
-        let anchors = Anchors::new(&env.home, &env.agent_dir, env.session_dir.as_deref());
+        let writable: Vec<PathBuf> = std::iter::once(env.cwd.clone())
+            .chain(allow_write.iter().map(|r| r.path.clone()))
+            .collect();
+        let session_places = crate::pi_session::protected_places(
+            &env.session_dirs,
+            env.session_file.as_deref(),
+            &writable,
+        );
+        let anchors = Anchors::new(&env.home, &env.agent_dir, &session_places);
 
         Ok(Guard {
             deny_read: Arc::new(deny_read.build()),

@@ -258,7 +258,8 @@ fn glob_metacharacters_in_the_project_path_are_escaped() {
         home: root.join("h"),
         cwd: root.clone(),
         agent_dir: root.join("h/agent"),
-        session_dir: None,
+        session_dirs: vec![],
+        session_file: None,
     };
     let cfg = merge(
         crate::config::Config::defaults_for(&env),
@@ -402,7 +403,7 @@ fn nothing_is_written_into_a_denied_directory() {
 #[test]
 fn session_dir_from_the_environment_is_never_writable() {
     let mut w = World::new();
-    w.env.session_dir = Some(w.p("proj/sessions"));
+    w.env.session_dirs = vec![w.p("proj/sessions")];
     // pi appends to its transcripts on the host: even inside allowWrite they are pi's
     let g = w.guard("{}");
     assert_eq!(
@@ -412,6 +413,84 @@ fn session_dir_from_the_environment_is_never_writable() {
     assert_eq!(
         verdict(&g, Op::Write, &w.p("outside/other")),
         Verdict::Prompt
+    );
+}
+
+/// A transcript as pi writes it: its header names the project it belongs to.
+fn transcript(path: &Path, cwd: &Path) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let header = json!({"type": "session", "id": "x", "cwd": cwd});
+    std::fs::write(path, format!("{header}\n")).unwrap();
+}
+
+#[test]
+fn a_session_folder_pi_shares_between_projects_is_hidden_and_kept_whole() {
+    let mut w = World::new();
+    let shared = w.p("outside/sessions");
+    transcript(&shared.join("theirs.jsonl"), &w.p("other"));
+    let live = shared.join("mine.jsonl");
+    transcript(&live, &w.env.cwd);
+    w.env.session_dirs = vec![shared.clone()];
+    w.env.session_file = Some(live.clone());
+    let g = w.guard("{}");
+    for f in [&shared.join("theirs.jsonl"), &live, &shared] {
+        let d = g.check(Op::Read, f);
+        assert_eq!(d.verdict, Verdict::Deny, "{}", f.display());
+        assert!(d.rule.contains("every project's transcripts"), "{}", d.rule);
+    }
+    assert_eq!(verdict(&g, Op::Write, &live), Verdict::Deny);
+    assert_eq!(
+        verdict(&g, Op::Write, &shared.join("new.jsonl")),
+        Verdict::Deny
+    );
+    // a search from above it would look inside
+    assert_eq!(
+        g.check_search(&w.p("outside"), "grep").verdict,
+        Verdict::Deny
+    );
+}
+
+#[test]
+fn a_session_folder_inside_the_project_hides_other_projects_transcripts_and_is_never_writable() {
+    let mut w = World::new();
+    let dir = w.p("proj/.sessions");
+    let live = dir.join("mine.jsonl");
+    transcript(&live, &w.env.cwd);
+    transcript(&dir.join("theirs.jsonl"), &w.p("other"));
+    w.env.session_dirs = vec![dir.clone()];
+    w.env.session_file = Some(live.clone());
+    let g = w.guard("{}");
+    // this project's transcripts read as in pi's own folder for it; another's not
+    assert_eq!(verdict(&g, Op::Read, &live), Verdict::Allow);
+    let d = g.check(Op::Read, &dir.join("theirs.jsonl"));
+    assert_eq!(d.verdict, Verdict::Deny);
+    assert!(d.rule.contains("another project"), "{}", d.rule);
+    // inside allowWrite, yet pi's: no write, no new file, no link in its place
+    for f in [&live, &dir.join("new.jsonl"), &dir] {
+        let d = g.check(Op::Write, f);
+        assert_eq!(d.verdict, Verdict::Deny, "{}", f.display());
+        assert!(d.rule.contains("pi session dir"), "{}", d.rule);
+    }
+    // the rest of the project stays writable
+    assert_eq!(
+        verdict(&g, Op::Write, &w.p("proj/src/a.rs")),
+        Verdict::Allow
+    );
+}
+
+#[test]
+fn the_project_as_session_folder_keeps_the_live_transcript_only() {
+    let mut w = World::new();
+    let live = w.p("proj/2026_x.jsonl");
+    w.env.session_dirs = vec![w.env.cwd.clone()];
+    w.env.session_file = Some(live.clone());
+    transcript(&w.p("proj/old.jsonl"), &w.p("other"));
+    let g = w.guard("{}");
+    assert_eq!(verdict(&g, Op::Write, &live), Verdict::Deny);
+    assert_eq!(verdict(&g, Op::Read, &w.p("proj/old.jsonl")), Verdict::Deny);
+    assert_eq!(
+        verdict(&g, Op::Write, &w.p("proj/src/a.rs")),
+        Verdict::Allow
     );
 }
 

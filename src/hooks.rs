@@ -245,7 +245,7 @@ fn way_to(named: &Path, git_dir: &Path, kind: GitPathKind, what: &str) -> (PathB
 
 /// The topmost missing directory on the way to `path`, when more than `path` itself is
 /// missing.
-fn first_missing_ancestor(path: &Path) -> Option<PathBuf> {
+pub(crate) fn first_missing_ancestor(path: &Path) -> Option<PathBuf> {
     if std::fs::symlink_metadata(path).is_ok() {
         return None;
     }

@@ -19,6 +19,7 @@ pub mod launch;
 pub mod net;
 pub mod open;
 pub mod paths;
+pub mod pi_session;
 pub mod platform;
 pub mod policy;
 pub mod prompts;
@@ -65,8 +66,14 @@ pub struct LoadOptions {
     pub home: Option<String>,
     /// Defaults to `$PI_CODING_AGENT_DIR`, else `~/.pi/agent`.
     pub agent_dir: Option<String>,
-    /// Defaults to `$PI_CODING_AGENT_SESSION_DIR`.
+    /// The folder pi keeps this session's transcript in, as pi names it
+    /// (`ctx.sessionManager.getSessionDir()`, made absolute against pi's own cwd). Whatever
+    /// is given, the folder `$PI_CODING_AGENT_SESSION_DIR` or pi's settings (`sessionDir`)
+    /// name is pi's too (its next session goes there), and the only one when this is absent.
     pub session_dir: Option<String>,
+    /// The live transcript (`ctx.sessionManager.getSessionFile()`, absolute): pi appends to
+    /// it on the host.
+    pub session_file: Option<String>,
     /// Defaults to `$PI_SANDBOX_APPROVAL_MODE` (ask when unset). Any other value does not
     /// throw: the sandbox loads refusing (`error.code` `E_APPROVAL_MODE`).
     #[napi(ts_type = "ApprovalMode")]
@@ -892,9 +899,20 @@ fn session_options(options: LoadOptions) -> napi::Result<Options, String> {
     if let Some(a) = options.agent_dir {
         env.agent_dir = absolute(&a, &cwd, &env.home)?;
     }
-    if let Some(s) = options.session_dir {
-        env.session_dir = Some(absolute(&s, &cwd, &env.home)?);
-    }
+    // As pi names them: `..` taken lexically, as node's `path.join` does.
+    let pi_named = |p: Option<String>| -> napi::Result<Option<PathBuf>, String> {
+        match p.filter(|p| !p.is_empty()) {
+            Some(p) => Ok(Some(paths::lexical_normalize(&absolute(
+                &p, &cwd, &env.home,
+            )?))),
+            None => Ok(None),
+        }
+    };
+    let (dir, file) = (
+        pi_named(options.session_dir)?,
+        pi_named(options.session_file)?,
+    );
+    env.with_sessions(dir, file);
     let approval_mode = options
         .approval_mode
         .or_else(|| std::env::var("PI_SANDBOX_APPROVAL_MODE").ok());
@@ -1601,6 +1619,27 @@ fn capability(c: crate::platform::detect::Capability) -> JsCapability {
 #[napi(catch_unwind)]
 pub fn guarded_tools() -> Vec<String> {
     tools::GUARDED_TOOLS.iter().map(|s| s.to_string()).collect()
+}
+
+/// Where pi, started in `cwd`, keeps its session transcripts when not in its per-project
+/// folder of the agent dir, resolved as pi resolves it: `sessionDirVar` (the value of
+/// `PI_CODING_AGENT_SESSION_DIR`) when not empty, else `sessionDir` of `agentDir`'s
+/// `settings.json` merged with the project's `.pi/settings.json`; `~` from `home`, a relative
+/// path from `cwd`. Null for pi's per-project folder (or where pi would not start).
+#[napi(catch_unwind)]
+pub fn resolve_session_dir(
+    cwd: String,
+    home: String,
+    agent_dir: String,
+    session_dir_var: Option<String>,
+) -> Option<String> {
+    pi_session::configured_dir(
+        session_dir_var.as_deref(),
+        Path::new(&home),
+        Path::new(&agent_dir),
+        Path::new(&cwd),
+    )
+    .map(|p| p.display().to_string())
 }
 
 /// Text from the disk, a config or the model as one line for the user's eyes: controls,

@@ -16,7 +16,7 @@ use std::path::{Component, Path, PathBuf};
 pub enum Place {
     /// pi's agent dir and everything in it.
     AgentDir,
-    /// `$PI_CODING_AGENT_SESSION_DIR`, when set.
+    /// pi's session folders and what leads to them (`pi_session::protected_places`).
     SessionDir,
     /// A file or directory with this name, anywhere; a trailing `*` makes it a prefix.
     Name(&'static str),
@@ -204,12 +204,12 @@ fn git_match(pattern: &str, rel: &[&OsStr]) -> Option<usize> {
 }
 
 impl Anchors {
-    pub fn new(home: &Path, agent_dir: &Path, session_dir: Option<&Path>) -> Anchors {
+    pub fn new(home: &Path, agent_dir: &Path, session_places: &[PathBuf]) -> Anchors {
         let mut fixed = Vec::new();
         for e in TABLE {
             match e.place {
                 AgentDir => fixed.push((agent_dir.to_path_buf(), e)),
-                SessionDir => fixed.extend(session_dir.map(|d| (d.to_path_buf(), e))),
+                SessionDir => fixed.extend(session_places.iter().map(|d| (d.clone(), e))),
                 Home(rel) => fixed.push((home.join(rel), e)),
                 Name(_) | Git(_) | GitFile => {}
             }
@@ -473,7 +473,7 @@ mod tests {
         Anchors::new(
             Path::new("/h"),
             Path::new("/h/.pi/agent"),
-            Some(Path::new("/s")),
+            &[PathBuf::from("/s")],
         )
     }
 

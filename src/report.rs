@@ -133,10 +133,16 @@ pub fn describe(cwd: &Path, state: Result<(&Config, &Guard), &LoadError>) -> Str
     for entry in crate::protected::TABLE {
         let place = match entry.place {
             Place::AgentDir => shown::path(&g.env().agent_dir),
-            Place::SessionDir => match &g.env().session_dir {
-                Some(d) => shown::path(d),
-                None => continue,
-            },
+            Place::SessionDir => {
+                let places: Vec<&Path> = (g.anchors().fixed_paths().iter())
+                    .filter(|(_, e)| e.place == Place::SessionDir)
+                    .map(|(p, _)| p.as_path())
+                    .collect();
+                if places.is_empty() {
+                    continue;
+                }
+                paths(&mut places.into_iter())
+            }
             Place::Home(rel) => shown::path(&g.env().home.join(rel)),
             Place::Name(n) => format!("any {n}"),
             Place::Git(rel) => format!("<git dir>/{rel}"),

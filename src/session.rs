@@ -2028,7 +2028,8 @@ mod tests {
             home: dir.join("home"),
             cwd: dir.join("proj"),
             agent_dir: dir.join("agent"),
-            session_dir: None,
+            session_dirs: vec![],
+            session_file: None,
         };
         std::fs::create_dir_all(&env.cwd).unwrap();
         std::fs::create_dir_all(&env.home).unwrap();

@@ -921,7 +921,8 @@ mod tests {
             home: "/nonexistent-pi-test/home/u".into(),
             cwd: "/nonexistent-pi-test/w/proj".into(),
             agent_dir: "/nonexistent-pi-test/home/u/.pi/agent".into(),
-            session_dir: None,
+            session_dirs: vec![],
+            session_file: None,
         }
     }
 
@@ -1015,6 +1016,37 @@ mod tests {
         // .pi did not exist: it is created as an empty mount point
         assert_eq!(p.placeholders, vec![r("/w/proj/.pi")]);
         assert_eq!(p.network, Network::Off);
+    }
+
+    #[test]
+    fn pi_s_session_folder_is_masked_when_shared_and_read_only_in_the_project() {
+        let r = |s: &str| PathBuf::from(format!("/nonexistent-pi-test{s}"));
+        let mut env = env();
+        env.session_dirs = vec![r("/data/sessions"), r("/w/proj/var/sessions")];
+        let g = guard(r#"{"filesystem":{"allowWrite":["."]}}"#, &env);
+        let p = plan_on(
+            &g,
+            &[
+                (r("/w/proj"), FileKind::Dir),
+                (r("/w/proj/var/sessions"), FileKind::Dir),
+                (r("/data/sessions"), FileKind::Dir),
+            ],
+            vec![],
+        );
+        let shown = show(&p);
+        for expected in [
+            "Writable /w/proj",
+            // pinned: a mount point cannot be renamed away from pi's path
+            "Writable /w/proj/var",
+            "ReadOnly /w/proj/var/sessions",
+            // every project's transcripts: hidden
+            "MaskDir /data/sessions",
+        ] {
+            assert!(
+                shown.iter().any(|s| s == expected),
+                "{expected} in {shown:?}"
+            );
+        }
     }
 
     #[test]
