@@ -34,8 +34,10 @@ pub(crate) fn is_hidden(c: char) -> bool {
             | '\u{2060}'..='\u{2065}' | '\u{206a}'..='\u{206f}' | '\u{feff}' | '\u{fff9}'..='\u{fffb}'
             | '\u{110bd}' | '\u{110cd}' | '\u{13430}'..='\u{1343f}' | '\u{1bca0}'..='\u{1bca3}'
             | '\u{1d173}'..='\u{1d17a}'
-            // Fillers that take a place and draw nothing.
+            // Fillers that take a place and draw nothing, and blanks wider or narrower than a
+            // space (they pad a spoofed line into place).
             | '\u{115f}' | '\u{1160}' | '\u{17b4}' | '\u{17b5}' | '\u{3164}' | '\u{ffa0}'
+            | '\u{2000}'..='\u{200a}' | '\u{202f}' | '\u{205f}' | '\u{2800}' | '\u{3000}'
             // Variation selectors (text can be smuggled in them) and the tag block.
             | '\u{fe00}'..='\u{fe0f}' | '\u{e0100}'..='\u{e01ef}' | '\u{e0000}'..='\u{e007f}')
 }
@@ -160,6 +162,10 @@ mod tests {
             (".env\u{200b}", ".env\\u{200b}"),
             ("a\u{feff}\u{2060}\u{ad}b", "a\\u{feff}\\u{2060}\\xadb"),
             ("\u{3164}\u{fe0f}\u{e0100}", "\\u{3164}\\u{fe0f}\\u{e0100}"),
+            (
+                "a\u{2800}\u{3000}\u{2003}\u{202f}b",
+                "a\\u{2800}\\u{3000}\\u{2003}\\u{202f}b",
+            ),
         ] {
             assert_eq!(text(raw), shown, "{raw:?}");
             assert!(text(raw).chars().all(|c| !is_hidden(c)), "{raw:?}");
