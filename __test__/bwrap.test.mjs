@@ -28,7 +28,13 @@ function setup(t, projectConfig) {
     assert.equal(p.verdict, "sandboxed", p.reason);
     return runPreparedSync(p, { cwd: w.project, env: { ...process.env, TMPDIR: w.tmp } });
   };
-  return { w, run, sandbox };
+  /** Runs `command` in `s`, one sandbox of several commands (a pi session). */
+  const runIn = (s, command) => {
+    const p = s.prepareBash(command, "off");
+    assert.equal(p.verdict, "sandboxed", p.reason);
+    return runPreparedSync(p, { cwd: w.project, env: { ...process.env, TMPDIR: w.tmp } });
+  };
+  return { w, run, runIn, sandbox };
 }
 
 test("writes outside the workspace fail with EROFS and leave nothing; inside they work", (t) => {
@@ -369,13 +375,9 @@ test("an env file is hidden from bash by every name: a link named .env hides wha
 });
 
 test("a link the user makes mid-session in pi's agent dir or in .pi protects its target from the next command and the file tools", (t) => {
-  const { w, sandbox } = setup(t);
+  const { w, sandbox, runIn } = setup(t);
   const s = sandbox();
-  const go = (command) => {
-    const p = s.prepareBash(command, "off");
-    assert.equal(p.verdict, "sandboxed", p.reason);
-    return runPreparedSync(p, { cwd: w.project, env: { ...process.env, TMPDIR: w.tmp } });
-  };
+  const go = (command) => runIn(s, command);
   const p = (rel) => path.join(w.project, rel);
   mkdirSync(p("tools"));
   writeFileSync(p("tools/a.ts"), "a\n");
@@ -427,12 +429,8 @@ test("links on the way of a protected link, and links inside a folder one leads 
 });
 
 test("what a session's commands wrote is not the user's in the next session either", (t) => {
-  const { w, sandbox } = setup(t);
-  const go = (s, command) => {
-    const p = s.prepareBash(command, "off");
-    assert.equal(p.verdict, "sandboxed", p.reason);
-    return runPreparedSync(p, { cwd: w.project, env: { ...process.env, TMPDIR: w.tmp } });
-  };
+  const { w, sandbox, runIn } = setup(t);
+  const go = runIn;
   const marker = path.join(w.root, "outside", "HOST-RAN");
   // session 1 writes what a repository runs, in folders that are no repository yet
   const first = go(sandbox(), `mkdir -p stash/hooks sub && printf '#!/bin/sh\\ntouch ${marker}\\n' > stash/hooks/post-checkout && printf '[core]\\n\\tfsmonitor = "touch ${marker}; false"\\n\\tworktree = ../sub\\n' > stash/config`);
@@ -483,13 +481,9 @@ test("what the audit moves aside leaves the project's git status clean", (t) => 
 });
 
 test("a command's files are judged as the command's however many commands later they become a git dir", (t) => {
-  const { w, sandbox } = setup(t);
+  const { w, sandbox, runIn } = setup(t);
   const s = sandbox();
-  const go = (command) => {
-    const p = s.prepareBash(command, "off");
-    assert.equal(p.verdict, "sandboxed", p.reason);
-    return runPreparedSync(p, { cwd: w.project, env: { ...process.env, TMPDIR: w.tmp } });
-  };
+  const go = (command) => runIn(s, command);
   // first command: what a repository would run, in a folder that is no repository yet
   const first = go("mkdir -p r/hooks && printf '#!/bin/sh\\ntouch /tmp/pwned\\n' > r/hooks/pre-commit && chmod +x r/hooks/pre-commit && printf '[core]\\n\\tfsmonitor = touch /tmp/pwned\\n' > r/config");
   assert.equal(first.status, 0, first.stderr);

@@ -611,11 +611,11 @@ pub(crate) fn record(
         let audit_only = matches!(&why, Protection::Surface(h) if h.entry.keep == Keep::Audit);
         collect(path, &meta, usize::MAX);
         if meta.file_type().is_symlink() {
-            protect_link_target(scan, roots, path, &why, &mut collect);
+            protect_link_target(scan, roots, path, &why, &mut collect, 0);
         } else if meta.is_dir() && !audit_only {
             // A folder bound whole: pi or git load what each link inside it leads to.
             for link in protected_links::links_below(path, agent_dir) {
-                protect_link_target(scan, roots, &link, &why, &mut collect);
+                protect_link_target(scan, roots, &link, &why, &mut collect, 0);
             }
         }
         let found = Found {
@@ -652,11 +652,14 @@ pub(crate) fn record(
             root: p.clone(),
         });
         for link in protected_links::links_below(p, agent_dir) {
-            protect_link_target(scan, roots, &link, &why, &mut collect);
+            protect_link_target(scan, roots, &link, &why, &mut collect, 0);
         }
     }
     linked_inodes
 }
+
+/// How many folders, each reached through a link inside the last, `protect_link_target` walks.
+const MAX_LINK_DEPTH: usize = 8;
 
 /// What the protected link `link` (protected as `why`, or inside what is) leads to: a second
 /// name for the path guard wherever it is; for bash, a read-only mount inside its writable
@@ -670,6 +673,7 @@ fn protect_link_target(
     link: &Path,
     why: &Protection,
     collect: &mut impl FnMut(&Path, &std::fs::Metadata, usize),
+    depth: usize,
 ) {
     let Some(target) = crate::paths::canonicalize_traced(link)
         .ok()
@@ -690,9 +694,16 @@ fn protect_link_target(
     scan.second_names.push(found.clone());
     let in_roots = roots.iter().any(|r| is_under(&target, r));
     let target_meta = std::fs::symlink_metadata(&target);
-    // A folder it leads to is loaded whole (an extension's package): its links count too.
-    if in_roots && target_meta.as_ref().is_ok_and(|m| m.is_dir()) {
-        protect_links_below(scan, roots, &target, link, why, collect);
+    // A folder it leads to is loaded whole (an extension's package): its links count too,
+    // as far as a chain of such folders goes (a bound on cycles).
+    if in_roots && target_meta.as_ref().is_ok_and(|m| m.is_dir()) && depth < MAX_LINK_DEPTH {
+        let of = Protection::LinkTarget {
+            link: link.to_path_buf(),
+            of: Box::new(why.clone()),
+        };
+        for inner in protected_links::links_below(&target, Path::new("/nonexistent")) {
+            protect_link_target(scan, roots, &inner, &of, collect, depth + 1);
+        }
     }
     match target_meta {
         Err(_) if in_roots || roots.iter().any(|r| is_under(link, r)) => scan.audited.push(Found {
@@ -728,59 +739,6 @@ fn protect_links_on_the_way(scan: &mut Scan, roots: &[PathBuf], link: &Path, why
                 of: Box::new(why.clone()),
             },
         });
-    }
-}
-
-/// The links inside `dir`, a folder a protected link leads to, protected as if they were in
-/// the protected folder; a folder met again (a cycle) is not walked twice.
-fn protect_links_below(
-    scan: &mut Scan,
-    roots: &[PathBuf],
-    dir: &Path,
-    link: &Path,
-    why: &Protection,
-    collect: &mut impl FnMut(&Path, &std::fs::Metadata, usize),
-) {
-    const MAX_DEPTH: usize = 8;
-    let mut seen = HashSet::new();
-    let mut stack = vec![(dir.to_path_buf(), 0)];
-    let of = Protection::LinkTarget {
-        link: link.to_path_buf(),
-        of: Box::new(why.clone()),
-    };
-    while let Some((d, depth)) = stack.pop() {
-        if depth > MAX_DEPTH || !seen.insert(d.clone()) {
-            continue;
-        }
-        for inner in protected_links::links_below(&d, Path::new("/nonexistent")) {
-            let Ok((target, _)) = crate::paths::canonicalize_traced(&inner) else {
-                continue;
-            };
-            protect_links_on_the_way(scan, roots, &inner, &of);
-            let found = Found {
-                path: target.clone(),
-                why: Protection::LinkTarget {
-                    link: inner.clone(),
-                    of: Box::new(of.clone()),
-                },
-                fingerprint: Vec::new(),
-            };
-            scan.second_names.push(found.clone());
-            match std::fs::symlink_metadata(&target) {
-                Ok(m) if roots.iter().any(|r| is_under(&target, r)) => {
-                    collect(&target, &m, usize::MAX);
-                    if m.is_dir() {
-                        stack.push((target, depth + 1));
-                    }
-                    scan.protected.push(found);
-                }
-                Err(_) if roots.iter().any(|r| is_under(&target, r)) => scan.audited.push(Found {
-                    fingerprint: LINK_TARGET_MISSING.to_vec(),
-                    ..found
-                }),
-                _ => {}
-            }
-        }
     }
 }
 
