@@ -465,6 +465,30 @@ test("an env file's other names are env files too: a hard link to .env, and grep
   assert.match(grep.reason, /env file under another name/);
 });
 
+test("a folder of old files moved into place as a repository runs nothing: what made it one goes, the files stay", (t) => {
+  const { w, run } = setup(t);
+  const p = (rel) => path.join(w.project, rel);
+  const marker = path.join(w.root, "outside", "HOST-RAN");
+  const env = { ...process.env, HOME: w.home, GIT_CONFIG_NOSYSTEM: "1" };
+  // inert files the project had before the session (a vendored tree, say)
+  mkdirSync(p("vendor/x/hooks"), { recursive: true });
+  mkdirSync(p("sub"));
+  writeFileSync(p("vendor/x/hooks/post-checkout"), `#!/bin/sh\ntouch ${marker}\n`, { mode: 0o755 });
+  writeFileSync(p("vendor/x/config"), `[core]\n\tfsmonitor = "touch ${marker}; false"\n`);
+  spawnSync("sleep", ["0.05"]);
+  const r = run("mv vendor/x sub/.git && mkdir sub/.git/objects sub/.git/refs && echo 'ref: refs/heads/main' > sub/.git/HEAD && echo done");
+  assert.match(r.stdout, /done/);
+  const judged = r.findings.join("\n");
+  for (const made of ["HEAD", "objects", "refs"]) {
+    assert.match(judged, new RegExp(`sub/\\.git/${made} was created or changed by the command and moved to .*predates the session`));
+  }
+  assert.equal(existsSync(p("sub/.git/config")), true);
+  assert.equal(existsSync(p("sub/.git/hooks/post-checkout")), true);
+  spawnSync("git", ["status"], { cwd: p("sub"), env });
+  spawnSync("git", ["checkout", "-q", "-b", "x"], { cwd: p("sub"), env });
+  assert.equal(existsSync(marker), false, "git ran the moved config or hook on the host");
+});
+
 test("what the audit moves aside leaves the project's git status clean", (t) => {
   const { w, run } = setup(t);
   const git = (...a) => spawnSync("git", ["-C", w.project, "-c", "user.name=u", "-c", "user.email=u@x", ...a], { encoding: "utf8" });

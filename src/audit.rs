@@ -95,6 +95,8 @@ impl fmt::Display for Finding {
 pub struct Auditor {
     /// Where what is moved aside goes.
     quarantine: Quarantine,
+    /// The git dirs at the baseline: one the scan finds after the command is new.
+    git_dirs: std::collections::HashSet<PathBuf>,
     /// The links on protected links' ways at the baseline (`Protection::WayLink`): one a
     /// command replaces with a folder drops out of the scan, and is judged all the same.
     ways: Vec<Found>,
@@ -116,6 +118,7 @@ impl Auditor {
     pub fn new(quarantine: Quarantine, since: Option<SystemTime>) -> Auditor {
         Auditor {
             quarantine,
+            git_dirs: Default::default(),
             ways: Vec::new(),
             known: HashMap::new(),
             blocked: Vec::new(),
@@ -127,6 +130,7 @@ impl Auditor {
     /// suspect.
     pub fn baseline(&mut self, scan: &Scan) {
         self.ways.clear();
+        self.git_dirs = scan.git_dirs.iter().cloned().collect();
         for f in compared(scan) {
             self.known.insert(f.path.clone(), known(f));
             if matches!(f.why, Protection::WayLink { .. }) {
@@ -186,7 +190,13 @@ impl Auditor {
                 ..w.clone()
             })
             .collect();
+        let mut unmade = std::collections::HashSet::new();
         for found in compared(now).chain(&gone).filter(|f| judged(f)) {
+            // Inside what was just moved aside.
+            let here = std::fs::symlink_metadata(&found.path).is_ok();
+            if !here && !matches!(found.why, Protection::WayLink { .. }) {
+                continue;
+            }
             let seen = self.known.get(&found.path);
             let before = seen.map(|(_, fp)| fp);
             if before.is_some_and(|fp| *fp == found.fingerprint) {
@@ -200,6 +210,24 @@ impl Auditor {
             // it is judged on its own.
             let comparable = seen.is_some_and(|(by, _)| *by == by_content(found));
             if !comparable && self.unchanged_since_baseline(&found.path) {
+                // Older files that git would run, in a folder the command made a git dir
+                // (moved there, or given objects/): what made it one goes, they stay.
+                match self.new_git_dir_around(&found.path, now) {
+                    Some(dir) if would_run(found) => {
+                        if !unmade.contains(&dir) {
+                            let moved = self.unmake_git_dir(&dir, &found.path);
+                            if moved.is_empty() {
+                                // Its markers are as old: no way to tell; judged as new.
+                                findings.extend(judge(&self.quarantine, found, None));
+                                continue;
+                            }
+                            findings.extend(moved);
+                            unmade.insert(dir);
+                        }
+                        continue;
+                    }
+                    _ => {}
+                }
                 self.known.insert(found.path.clone(), known(found));
                 continue;
             }
@@ -215,6 +243,47 @@ impl Auditor {
             findings.extend(finding);
         }
         findings
+    }
+}
+
+impl Auditor {
+    /// The innermost git dir around `path` that the baseline did not have.
+    fn new_git_dir_around(&self, path: &Path, now: &Scan) -> Option<PathBuf> {
+        (now.git_dirs.iter())
+            .filter(|g| path.starts_with(g) && !self.git_dirs.contains(*g))
+            .max_by_key(|g| g.as_os_str().len())
+            .cloned()
+    }
+
+    /// Moves aside what the session made of `dir`'s git-dir markers (HEAD, objects, refs), so that git no longer takes it for a repository, leaving the user's
+    /// `older` file where it is.
+    fn unmake_git_dir(&self, dir: &Path, older: &Path) -> Vec<Finding> {
+        let why = format!(
+            "it made {} a git repository around {}, which predates the session but which git would run or read on the host; your file stays where it is",
+            crate::shown::path(dir),
+            crate::shown::path(older)
+        );
+        // A commondir is judged on its own, first (`after_structural`).
+        ["HEAD", "objects", "refs"]
+            .iter()
+            .map(|name| dir.join(name))
+            .filter(|p| std::fs::symlink_metadata(p).is_ok() && !self.unchanged_since_baseline(p))
+            .map(|p| quarantine(&self.quarantine, &p, &why, None))
+            .collect()
+    }
+}
+
+/// Whether git would run something from `found` (live hooks, a config with keys off the safe
+/// list): what a folder made a git dir around it must not bring to life.
+fn would_run(found: &Found) -> bool {
+    let Protection::Surface(hit) = &found.why else {
+        return false;
+    };
+    let path = &found.path;
+    match hit.entry.on_change {
+        OnChange::MoveIfLiveHooks => !is_dir(path) || !live_hooks(path).is_empty(),
+        OnChange::MoveIfUnsafeGitConfig => !is_dir(path) && unsafe_git_config(path, None).is_some(),
+        _ => false,
     }
 }
 
@@ -718,8 +787,16 @@ mod tests {
         std::fs::create_dir_all(sub.join("refs")).unwrap();
         std::fs::write(sub.join("commondir"), "../elsewhere\n").unwrap();
         let found = a.after(&scan(&g, &root));
-        let paths: Vec<&Path> = found.iter().map(|f| f.path.as_path()).collect();
-        assert_eq!(paths, [sub.join("commondir").as_path()], "{found:?}");
+        let mut paths: Vec<&Path> = found.iter().map(|f| f.path.as_path()).collect();
+        paths.sort();
+        // its config sets core.hooksPath: what made the folder a git dir goes, their files
+        // stay where they are
+        assert_eq!(
+            paths,
+            [sub.join("commondir"), sub.join("objects"), sub.join("refs")],
+            "{found:?}"
+        );
+        assert!(found.iter().all(|f| !f.blocking && f.moved_to.is_some()));
         assert!(sub.join("config").exists() && sub.join("hooks/build.sh").exists());
         // in another directory, a hook planted into the user's `hooks` by the same command
         // that makes it a git dir changes that directory: it is judged, and moved

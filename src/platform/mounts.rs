@@ -593,6 +593,11 @@ pub(crate) fn record(
         }
     };
     let agent_dir = &guard.env().agent_dir;
+    // Folders protected links lead to, walked for their own links (once each, in path
+    // order: the index and a full scan name the same link for each).
+    let mut walked = Vec::new();
+    let mut protected = protected;
+    protected.sort_by(|a, b| a.0.cmp(&b.0));
     for (path, why) in protected {
         let path = path.as_path();
         let Ok(meta) = std::fs::symlink_metadata(path) else {
@@ -611,11 +616,11 @@ pub(crate) fn record(
         let audit_only = matches!(&why, Protection::Surface(h) if h.entry.keep == Keep::Audit);
         collect(path, &meta, usize::MAX);
         if meta.file_type().is_symlink() {
-            protect_link_target(scan, roots, path, &why, &mut collect, 0);
+            protect_link_target(scan, roots, path, &why, &mut collect, &mut walked);
         } else if meta.is_dir() && !audit_only {
             // A folder bound whole: pi or git load what each link inside it leads to.
             for link in protected_links::links_below(path, agent_dir) {
-                protect_link_target(scan, roots, &link, &why, &mut collect, 0);
+                protect_link_target(scan, roots, &link, &why, &mut collect, &mut walked);
             }
         }
         let found = Found {
@@ -652,14 +657,11 @@ pub(crate) fn record(
             root: p.clone(),
         });
         for link in protected_links::links_below(p, agent_dir) {
-            protect_link_target(scan, roots, &link, &why, &mut collect, 0);
+            protect_link_target(scan, roots, &link, &why, &mut collect, &mut walked);
         }
     }
     linked_inodes
 }
-
-/// How many folders, each reached through a link inside the last, `protect_link_target` walks.
-const MAX_LINK_DEPTH: usize = 8;
 
 /// What the protected link `link` (protected as `why`, or inside what is) leads to: a second
 /// name for the path guard wherever it is; for bash, a read-only mount inside its writable
@@ -673,7 +675,7 @@ fn protect_link_target(
     link: &Path,
     why: &Protection,
     collect: &mut impl FnMut(&Path, &std::fs::Metadata, usize),
-    depth: usize,
+    walked: &mut Vec<PathBuf>,
 ) {
     let Some(target) = crate::paths::canonicalize_traced(link)
         .ok()
@@ -694,15 +696,20 @@ fn protect_link_target(
     scan.second_names.push(found.clone());
     let in_roots = roots.iter().any(|r| is_under(&target, r));
     let target_meta = std::fs::symlink_metadata(&target);
-    // A folder it leads to is loaded whole (an extension's package): its links count too,
-    // as far as a chain of such folders goes (a bound on cycles).
-    if in_roots && target_meta.as_ref().is_ok_and(|m| m.is_dir()) && depth < MAX_LINK_DEPTH {
+    // A folder it leads to is loaded whole (an extension's package): its links count too.
+    // Each folder is walked once a scan (what is below a walked one was walked with it), so
+    // links that lead back up or into each other end.
+    let walk = in_roots
+        && target_meta.as_ref().is_ok_and(|m| m.is_dir())
+        && !walked.iter().any(|w| target.starts_with(w));
+    if walk {
+        walked.push(target.clone());
         let of = Protection::LinkTarget {
             link: link.to_path_buf(),
             of: Box::new(why.clone()),
         };
         for inner in protected_links::links_below(&target, Path::new("/nonexistent")) {
-            protect_link_target(scan, roots, &inner, &of, collect, depth + 1);
+            protect_link_target(scan, roots, &inner, &of, collect, walked);
         }
     }
     match target_meta {
