@@ -440,7 +440,7 @@ test("what a session's commands wrote is not the user's in the next session eith
   const judged = second.findings.join("\n");
   assert.match(judged, /stash\/config was created or changed by the command and moved to/);
   assert.match(judged, /stash\/hooks was created or changed by the command and moved to/);
-  spawnSync("git", ["status"], { cwd: path.join(w.project, "sub"), env: { ...process.env, HOME: w.home, GIT_CONFIG_NOSYSTEM: "1" } });
+  spawnSync("git", ["status"], { cwd: path.join(w.project, "sub"), env: { ...process.env, HOME: w.home, GIT_CONFIG_NOSYSTEM: "1", GIT_CEILING_DIRECTORIES: w.root } });
   assert.equal(existsSync(marker), false, "fsmonitor ran on the host");
 });
 
@@ -469,7 +469,9 @@ test("a folder of old files moved into place as a repository runs nothing: what 
   const { w, run } = setup(t);
   const p = (rel) => path.join(w.project, rel);
   const marker = path.join(w.root, "outside", "HOST-RAN");
-  const env = { ...process.env, HOME: w.home, GIT_CONFIG_NOSYSTEM: "1" };
+  // git must not climb out of the world (the repository this test runs in is above it)
+  const env = { ...process.env, HOME: w.home, GIT_CONFIG_NOSYSTEM: "1", GIT_CEILING_DIRECTORIES: w.root };
+  spawnSync("git", ["init", "-q"], { cwd: w.project, env });
   // inert files the project had before the session (a vendored tree, say)
   mkdirSync(p("vendor/x/hooks"), { recursive: true });
   mkdirSync(p("sub"));
@@ -545,7 +547,7 @@ test("a git config is judged as git reads it: a quoted ] and a second header on 
   assert.match(r.stderr, /sub\/\.git\/config was created or changed by the command and moved to .*core\.fsmonitor/);
   assert.equal(existsSync(p("sub/.git/config")), false);
   // the user's git there afterwards runs nothing
-  spawnSync("git", ["status"], { cwd: p("sub"), env: { ...process.env, HOME: w.home } });
+  spawnSync("git", ["status"], { cwd: p("sub"), env: { ...process.env, HOME: w.home, GIT_CEILING_DIRECTORIES: w.root } });
   assert.equal(existsSync(marker), false, "fsmonitor ran on the host");
 });
 
@@ -588,7 +590,7 @@ test("a directory git takes for a repository through links named objects and ref
   assert.match(r.stdout, /echo ran/, "git inside takes src for a repository");
   assert.match(r.stderr, /src\/config was created or changed by the command and moved to .*core\.fsmonitor/);
   assert.equal(existsSync(p("src/config")), false);
-  spawnSync("git", ["status"], { cwd: p("src"), env: { ...process.env, HOME: w.home } });
+  spawnSync("git", ["status"], { cwd: p("src"), env: { ...process.env, HOME: w.home, GIT_CEILING_DIRECTORIES: w.root } });
   assert.equal(existsSync(marker), false, "fsmonitor ran on the host");
 });
 
