@@ -18,7 +18,7 @@ pub enum Place {
     AgentDir,
     /// pi's session folders and what leads to them (`pi_session::protected_places`).
     SessionDir,
-    /// A file or directory with this name, anywhere; a trailing `*` makes it a prefix.
+    /// A file or directory with this name, anywhere.
     Name(&'static str),
     /// A path below the home directory.
     Home(&'static str),
@@ -176,12 +176,9 @@ pub struct Hit {
     pub root: PathBuf,
 }
 
-/// Whether a file name is a `Name` entry's name (`prefix*` matches by prefix).
+/// Whether a file name is a `Name` entry's name.
 fn name_matches(entry: &str, name: &OsStr) -> bool {
-    match entry.strip_suffix('*') {
-        Some(prefix) => name.as_bytes().starts_with(prefix.as_bytes()),
-        None => OsStr::new(entry) == name,
-    }
+    OsStr::new(entry) == name
 }
 
 /// Splits a table pattern into its components.
