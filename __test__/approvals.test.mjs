@@ -5,21 +5,10 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { makeWorld, runPi, runPiRpc } from "./helpers/pi-run.mjs";
+import { makeWorld, runPi, picking, runPiRpc } from "./helpers/pi-run.mjs";
 
 const call = (name, args) => ({ name, arguments: args });
 const byId = (results) => Object.fromEntries(results.map((r) => [r.id, r.text]));
-
-/** Answers each select with the option matching the next of `picks` (regexes), in order. */
-function picking(...picks) {
-  const queue = [...picks];
-  return (msg) => {
-    if (msg.method !== "select") return { cancelled: true };
-    const pick = queue.shift();
-    const value = pick && msg.options.find((o) => pick.test(o));
-    return value ? { value } : { cancelled: true };
-  };
-}
 
 const readJson = (file) => JSON.parse(readFileSync(file, "utf8"));
 const approvals = (w) => readJson(path.join(w.agentDir, "sandbox-approvals.json"));

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { makeWorld, repo, runPiRpc } from "./helpers/pi-run.mjs";
+import { makeWorld, repo, picking, runPiRpc } from "./helpers/pi-run.mjs";
 
 const call = (name, args) => ({ name, arguments: args });
 const byId = (results) => Object.fromEntries(results.map((r) => [r.id, r.text]));
@@ -20,17 +20,6 @@ const ESC = "\u001b[2K";
 const HOSTILE = `${ESC}\r\n\u2028\u202e\u{E0041}\u200b`;
 const SHOWN = "\\x1b[2K\\x0d\\x0a\\u{2028}\\u{202e}\\u{e0041}\\u{200b}";
 const RAW = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2066-\u2069\u061c\u{E0000}-\u{E007F}]/u;
-
-/** Answers each select with the option matching the next of `picks`, in order. */
-function picking(...picks) {
-  const queue = [...picks];
-  return (msg) => {
-    if (msg.method !== "select") return { cancelled: true };
-    const pick = queue.shift();
-    const value = pick && msg.options.find((o) => pick.test(o));
-    return value ? { value } : { cancelled: true };
-  };
-}
 
 /** Every text of a dialog or notice the user would see. */
 const seen = (e) => [e.title ?? "", e.message ?? "", ...(e.options ?? [])];

@@ -623,6 +623,23 @@ fn drain(pipe: Option<impl std::io::Read>, limit: usize) -> (Vec<u8>, bool) {
     (kept, more)
 }
 
+/// The tests' git: run in `dir` with `dir` as HOME and a committer named, so that nothing of
+/// the machine's own configuration counts.
+#[cfg(test)]
+pub(crate) fn test_git(dir: &Path, args: &[&str]) {
+    let ok = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "git {args:?}");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -631,18 +648,7 @@ mod tests {
         dirs.into_iter().map(|d| d.path).collect()
     }
 
-    fn git(dir: &Path, args: &[&str]) {
-        let ok = Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("HOME", dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "git {args:?}");
-    }
+    use super::test_git as git;
 
     #[test]
     fn hooks_path_from_the_repository_config_and_husky_scripts() {

@@ -29,6 +29,17 @@ export function openPathForAnyone(dir) {
 }
 
 /** A home (with a secret key), pi's agent dir and a project, under __test__/.work. */
+/** For runPiRpc: answers each select with the option matching the next of `picks` (regexes), in order. */
+export function picking(...picks) {
+  const queue = [...picks];
+  return (msg) => {
+    if (msg.method !== "select") return { cancelled: true };
+    const pick = queue.shift();
+    const value = pick && msg.options.find((o) => pick.test(o));
+    return value ? { value } : { cancelled: true };
+  };
+}
+
 export function makeWorld(name = "pi") {
   const base = path.join(repo, "__test__", ".work");
   mkdirSync(base, { recursive: true });
