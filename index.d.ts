@@ -462,6 +462,11 @@ export declare class Sandbox {
    * version), or null.
    */
   get approvalsNotice(): string | null
+  /**
+   * What the sandbox keeps that the user would not guess (a project kept read-only, an
+   * extension pi loads kept without its folder), for the session's start, or null.
+   */
+  get keptNotice(): string | null
   /** Re-reads the config files and the approvals store if one changed; true if it did. */
   refresh(): boolean
   /**
@@ -562,6 +567,11 @@ export interface LoadOptions {
    * the approvals store belong to it. Defaults to one per process.
    */
   sessionId?: string
+  /**
+   * The extensions pi's settings make it load at start, as pi's package manager resolves
+   * them (absolute): kept from the agent with the folder each imports from.
+   */
+  piExtensions?: Array<PiExtension>
 }
 
 /** A question of the network gate for the user: answer it with `answerNetworkPrompt(id, choice)`. */
@@ -578,6 +588,14 @@ export interface NetworkQuestion {
  * @throws {SandboxError} `E_BAD_MODE`.
  */
 export declare function parseMode(mode: string): Mode
+
+/** An extension pi loads at start. */
+export interface PiExtension {
+  /** The file (or folder) pi loads, or a settings entry that names nothing yet. */
+  path: string
+  /** The root of the package it comes from, if it comes from one. */
+  packageRoot?: string
+}
 
 /** `sandboxCapability`, probed off Node's main thread (the first probe starts bwrap). */
 export declare function probeCapability(): Promise<Capability>

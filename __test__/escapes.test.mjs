@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { makeWorld, runPi } from "./helpers/pi-run.mjs";
+import { makeWorld, runPi, runPiRpc } from "./helpers/pi-run.mjs";
 
 const call = (name, args) => ({ name, arguments: args });
 const byId = (results) => Object.fromEntries(results.map((r) => [r.id, r.text]));
@@ -281,6 +281,78 @@ test("a link inside .pi makes what it leads to protected: an extension or sandbo
   assert.equal(readFileSync(p("tools/ext.ts"), "utf8"), "export default function () {}\n");
   assert.equal(readFileSync(p("tools/sandbox.json"), "utf8"), "{}\n");
   assert.equal(existsSync(p("tools/later.ts")), false);
+});
+
+test("extensions pi's settings load are protected with the folder they import from: a listed file, a project package and its dependencies, a listed file not made yet, the package's folder moved away", async (t) => {
+  const w = makeWorld("esc-pisettings");
+  t.after(w.cleanup);
+  const p = (rel) => path.join(w.project, rel);
+  const ext = "export default function () {}\n";
+  mkdirSync(p("tools"));
+  writeFileSync(p("tools/ext.ts"), ext);
+  writeFileSync(p("tools/helper.ts"), "export const x = 1;\n");
+  mkdirSync(p("vendor/pkg/node_modules/dep"), { recursive: true });
+  writeFileSync(p("vendor/pkg/package.json"), JSON.stringify({ name: "pkg", pi: { extensions: ["./index.ts"] } }));
+  writeFileSync(p("vendor/pkg/index.ts"), ext);
+  writeFileSync(p("vendor/pkg/node_modules/dep/index.js"), "module.exports = 1;\n");
+  mkdirSync(p(".pi"));
+  writeFileSync(p(".pi/settings.json"), JSON.stringify({ packages: ["../vendor/pkg"] }));
+  const r = await runPi({
+    world: w,
+    settings: { extensions: [p("tools/ext.ts"), p("later/ext.ts")] },
+    script: [
+      [call("write", { path: "tools/ext.ts", content: "PWNED-1" }), call("write", { path: "tools/helper.ts", content: "PWNED-2" })],
+      [call("edit", { path: "vendor/pkg/node_modules/dep/index.js", edits: [{ oldText: "1", newText: "'PWNED-3'" }] })],
+      [call("bash", { command: "echo PWNED >> tools/helper.ts; echo h=$?; echo PWNED > vendor/pkg/node_modules/dep/index.js; echo d=$?; mkdir -p later && echo PWNED > later/ext.ts; echo done" })],
+      // Not named by the settings: the package's folder moved away and a new one made in its place.
+      [call("bash", { command: "mv vendor vendor-old && mkdir -p vendor/pkg && cp vendor-old/pkg/package.json vendor/pkg/ && echo 'PWNED-4' > vendor/pkg/index.ts; echo moved=$?" })],
+      [call("bash", { command: "echo still > notes.txt && cat notes.txt" })],
+    ],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const res = byId(r.results);
+  assert.match(res.call_0_0, /pi extension/);
+  assert.match(res.call_0_1, /pi extension/);
+  assert.match(res.call_1_0, /pi extension/);
+  assert.match(res.call_2_0, /h=1/);
+  assert.match(res.call_2_0, /d=1/);
+  assert.match(res.call_2_0, /later was created or changed by the command and moved to/);
+  assert.match(res.call_4_0, /still/, "the rest of the project stays writable");
+  assert.equal(readFileSync(p("tools/ext.ts"), "utf8"), ext);
+  assert.equal(readFileSync(p("tools/helper.ts"), "utf8"), "export const x = 1;\n");
+  assert.equal(readFileSync(p("vendor/pkg/node_modules/dep/index.js"), "utf8"), "module.exports = 1;\n");
+  assert.equal(existsSync(p("later/ext.ts")), false);
+  const loaded = existsSync(p("vendor/pkg/index.ts")) ? readFileSync(p("vendor/pkg/index.ts"), "utf8") : ext;
+  assert.equal(loaded, ext, "pi would load a package the command put in place of the listed one");
+});
+
+test("a project that is itself an extension pi's settings load is kept read-only, and the session says so at its start", async (t) => {
+  const w = makeWorld("esc-pisettings-ro");
+  t.after(w.cleanup);
+  const p = (rel) => path.join(w.project, rel);
+  writeFileSync(p("index.ts"), "export default function () {}\n");
+  const r = await runPiRpc({
+    world: w,
+    settings: { extensions: [p("index.ts")] },
+    script: [[call("bash", { command: "echo x > src/new.ts; echo w=$?" }), call("write", { path: "src/a.ts", content: "x" })]],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const res = byId(r.results);
+  assert.match(res.call_0_0, /w=1/);
+  assert.match(res.call_0_1, /pi extension/);
+  const notice = r.uiEvents.find((e) => e.method === "notify" && /keeps this project read-only/.test(e.message));
+  assert.ok(notice, JSON.stringify(r.uiEvents.map((e) => e.message)));
+  assert.match(notice.message, /pi extension/);
+
+  // A link inside .pi that leads to the project makes it read-only the same way.
+  const w2 = makeWorld("esc-pilink-ro");
+  t.after(w2.cleanup);
+  mkdirSync(path.join(w2.project, ".pi/extensions"), { recursive: true });
+  symlinkSync("../..", path.join(w2.project, ".pi/extensions/all"));
+  const r2 = await runPiRpc({ world: w2, script: [[call("bash", { command: "echo x > src/new.ts; echo w=$?" })]] });
+  assert.equal(r2.code, 0, r2.stderr);
+  assert.match(byId(r2.results).call_0_0, /w=1/);
+  assert.ok(r2.uiEvents.some((e) => e.method === "notify" && /keeps this project read-only.*target of protected link/.test(e.message)));
 });
 
 test("pi's own transcripts are not writable from bash: a planted link cannot redirect pi's next append", async (t) => {

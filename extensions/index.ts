@@ -12,6 +12,7 @@ import {
 	createReadToolDefinition,
 	createLocalBashOperations,
 	createWriteToolDefinition,
+	DefaultPackageManager,
 	getAgentDir,
 	SettingsManager,
 } from "@mariozechner/pi-coding-agent";
@@ -26,7 +27,7 @@ import type {
 	ToolDefinition,
 	WriteOperations,
 } from "@mariozechner/pi-coding-agent";
-import type { CommandPrompt, Decision, GuardPrompt, NetworkAnswer, NetworkMode, NetworkQuestion, PreparedCommand } from "../index.js";
+import type { CommandPrompt, Decision, GuardPrompt, NetworkAnswer, NetworkMode, NetworkQuestion, PiExtension, PreparedCommand } from "../index.js";
 import { narrowHostPath, runPrepared } from "./exec.ts";
 import { addonLoadFailure, choose, escapeWith, notify, show, showStatus, sandboxReport, violationReport } from "./ui.ts";
 import type { FileBackend, SandboxAddon, SandboxHandle } from "./ui.ts";
@@ -117,6 +118,61 @@ function piSessionOf(ctx: ExtensionContext): PiSession {
 	}
 }
 
+/** pi's package manager's own helpers, private in its types but the same in 0.73 and 0.87. */
+type PackageManagerInternals = {
+	parseSource(source: string): { type: string; path?: string };
+	resolvePathFromBase(input: string, baseDir: string): string;
+	getBaseDirForScope(scope: "user" | "project"): string;
+	getNpmInstallPath(parsed: unknown, scope: "user" | "project"): string;
+	getGitInstallPath(parsed: unknown, scope: "user" | "project"): string;
+};
+
+/** A settings entry that filters what a listed path gives (pi's `isPattern`), not a path. */
+const isPattern = (entry: string) => /^[!+-]/.test(entry) || entry.includes("*") || entry.includes("?");
+
+/**
+ * The extensions pi loads at its next start, as pi's own package manager resolves its
+ * settings (the agent dir's and the project's, trusted or not yet: a later start may load
+ * them), with each package's root. Also what a settings entry names that is not there yet
+ * (a command could make it). Never installs: a missing package is skipped. `-e` extensions
+ * are the user's choice at each start, like any project code they run, and not included.
+ */
+async function piLoadsOf(cwd: string): Promise<PiExtension[]> {
+	const agentDir = getAgentDir();
+	// 0.87 reads the project's settings only when told the project is trusted.
+	const create = SettingsManager.create as (cwd: string, agentDir: string, options: object) => SettingsManager;
+	const settingsManager = create(cwd, agentDir, { projectTrusted: true });
+	const pm = new DefaultPackageManager({ cwd, agentDir, settingsManager });
+	const internals = pm as unknown as PackageManagerInternals;
+	const loads: PiExtension[] = [];
+	const resolved = await pm.resolve(async () => "skip");
+	for (const r of resolved.extensions) {
+		loads.push({ path: r.path, packageRoot: r.metadata.origin === "package" ? r.metadata.baseDir : undefined });
+	}
+	const scopes = [
+		["user", settingsManager.getGlobalSettings(), agentDir],
+		["project", settingsManager.getProjectSettings(), path.join(cwd, ".pi")],
+	] as const;
+	for (const [scope, settings, baseDir] of scopes) {
+		for (const entry of settings.extensions ?? []) {
+			if (typeof entry === "string" && !isPattern(entry)) loads.push({ path: internals.resolvePathFromBase(entry, baseDir) });
+		}
+		for (const pkg of settings.packages ?? []) {
+			const parsed = internals.parseSource(typeof pkg === "string" ? pkg : pkg.source);
+			const root =
+				parsed.type === "local" && parsed.path
+					? internals.resolvePathFromBase(parsed.path, internals.getBaseDirForScope(scope))
+					: parsed.type === "npm"
+						? internals.getNpmInstallPath(parsed, scope)
+						: parsed.type === "git"
+							? internals.getGitInstallPath(parsed, scope)
+							: undefined;
+			if (root) loads.push({ path: root, packageRoot: parsed.type === "local" ? undefined : root });
+		}
+	}
+	return loads;
+}
+
 export default function sandboxExtension(pi: ExtensionAPI) {
 	const { addon, error: addonError } = loadAddon();
 	escapeWith(addon);
@@ -127,6 +183,8 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 	let sessionId: string | undefined;
 	/** Where pi keeps the session's transcript: protected, and what else is there hidden. */
 	let piSession: PiSession = {};
+	/** Why pi's package manager could not say which extensions pi loads, if it could not. */
+	let piLoadsError: string | undefined;
 	/** The context of the last event, to ask the user from bash's exec (which has none). */
 	let uiCtx: ExtensionContext | undefined;
 	const sandboxFor = (cwd: string, ctx?: ExtensionContext): Promise<SandboxHandle> => {
@@ -134,9 +192,16 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		if (ctx) piSession = piSessionOf(ctx);
 		const key = JSON.stringify([cwd, piSession.sessionDir, piSession.sessionFile]);
 		if (!loaded || loaded.key !== key) {
+			const session = piSession;
 			loaded = {
 				key,
-				sandbox: addon.Sandbox.loadAsync({ cwd, sessionId, ...piSession }).then((s) => withNetworkPrompts(withFlagMode(addon, s, ctx))),
+				sandbox: piLoadsOf(cwd)
+					.catch((e) => {
+						piLoadsError = (e as Error)?.message ?? String(e);
+						return [];
+					})
+					.then((piExtensions) => addon.Sandbox.loadAsync({ cwd, sessionId, ...session, piExtensions }))
+					.then((s) => withNetworkPrompts(withFlagMode(addon, s, ctx))),
 			};
 		}
 		return loaded.sandbox;
@@ -456,6 +521,11 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		}
 		const s = await session(ctx);
 		if (s?.error) notify(ctx, `pi-sandbox-rs: ${s.error.message}`, "error");
+		if (piLoadsError) {
+			notify(ctx, `pi-sandbox-rs: could not learn which extensions pi's settings load (${show.text(piLoadsError)}): only pi's own extension folders are kept from the agent.`, "warning");
+		}
+		const kept = s?.keptNotice;
+		if (kept) notify(ctx, `pi-sandbox-rs: ${kept}`, "warning");
 		// pi runs rg, fd and others on the host from PATH: none from where the agent writes.
 		if (s) narrowHostPath((p) => s.hostPath(p));
 		const bash = await addon.probeCapability();

@@ -623,6 +623,9 @@ pub struct Env {
     pub session_dirs: Vec<PathBuf>,
     /// The live transcript, when pi said which (pi appends to it on the host).
     pub session_file: Option<PathBuf>,
+    /// The extensions pi's settings make it load at start, as pi's package manager named
+    /// them (`pi_loads`). Empty without pi (the CLI).
+    pub pi_loads: Vec<crate::pi_loads::PiLoad>,
 }
 
 impl Env {
@@ -641,6 +644,7 @@ impl Env {
             agent_dir,
             session_dirs: vec![],
             session_file: None,
+            pi_loads: vec![],
         }
     }
 
@@ -678,6 +682,7 @@ impl Env {
             agent_dir: root.join("home/.pi/agent"),
             session_dirs: vec![],
             session_file: None,
+            pi_loads: vec![],
         }
     }
 
@@ -998,6 +1003,7 @@ mod tests {
             agent_dir: t.path().join("agent"),
             session_dirs: vec![],
             session_file: None,
+            pi_loads: vec![],
         };
         std::fs::create_dir_all(env.cwd.join(".pi")).unwrap();
         (t, env)

@@ -205,6 +205,8 @@ pub struct Guard {
     deny_write: Arc<RuleSet>,
     /// pi's control surface (`protected::TABLE`) anchored for this session.
     anchors: Anchors,
+    /// Extensions pi loads whose folder holds a writable tree: kept alone.
+    pi_loads_narrowed: Arc<[crate::pi_loads::Narrowed]>,
     allow_write: Vec<DirRule>,
     /// Git dirs that hold an allowWrite entry (`allowWrite: [".git/objects/info"]`).
     git_dirs_around_allow_write: Vec<PathBuf>,
@@ -237,6 +239,7 @@ impl Guard {
             // their links itself.
             session_dirs: env.session_dirs.clone(),
             session_file: env.session_file.clone(),
+            pi_loads: env.pi_loads.clone(),
         };
         let rule_err =
             |key: &str, entry: &str, source: &Source, message: String| GuardError::Rule {
@@ -367,12 +370,14 @@ impl Guard {
             env.session_file.as_deref(),
             &writable,
         );
-        let anchors = Anchors::new(&env.home, &env.agent_dir, &session_places);
+        let pi_loads = crate::pi_loads::protected_places(&env.pi_loads, &writable, &env.home);
+        let anchors = Anchors::new(&env.home, &env.agent_dir, &session_places, &pi_loads.places);
 
         Ok(Guard {
             deny_read: Arc::new(deny_read.build()),
             deny_write: Arc::new(deny_write.build()),
             anchors,
+            pi_loads_narrowed: pi_loads.narrowed.into(),
             allow_write,
             git_dirs_around_allow_write,
             deny_read_paths: deny_read_paths.into(),
@@ -905,6 +910,12 @@ impl Guard {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// Extensions pi loads that are kept without the folder they import from (it holds
+    /// the project or an allowWrite root).
+    pub(crate) fn pi_loads_narrowed(&self) -> &[crate::pi_loads::Narrowed] {
+        &self.pi_loads_narrowed
     }
 
     /// The allowWrite directory `path` lies in, if any.

@@ -260,6 +260,7 @@ fn glob_metacharacters_in_the_project_path_are_escaped() {
         agent_dir: root.join("h/agent"),
         session_dirs: vec![],
         session_file: None,
+        pi_loads: vec![],
     };
     let cfg = merge(
         crate::config::Config::defaults_for(&env),

@@ -19,6 +19,7 @@ pub mod launch;
 pub mod net;
 pub mod open;
 pub mod paths;
+pub mod pi_loads;
 pub mod pi_session;
 pub mod platform;
 pub mod policy;
@@ -81,6 +82,18 @@ pub struct LoadOptions {
     /// pi's session id (`ctx.sessionManager.getSessionId()`): grants "for this session" of
     /// the approvals store belong to it. Defaults to one per process.
     pub session_id: Option<String>,
+    /// The extensions pi's settings make it load at start, as pi's package manager resolves
+    /// them (absolute): kept from the agent with the folder each imports from.
+    pub pi_extensions: Option<Vec<PiExtension>>,
+}
+
+/// An extension pi loads at start.
+#[napi(object)]
+pub struct PiExtension {
+    /// The file (or folder) pi loads, or a settings entry that names nothing yet.
+    pub path: String,
+    /// The root of the package it comes from, if it comes from one.
+    pub package_root: Option<String>,
 }
 
 /// The guard's answer about one path.
@@ -912,7 +925,17 @@ fn session_options(options: LoadOptions) -> napi::Result<Options, String> {
         pi_named(options.session_dir)?,
         pi_named(options.session_file)?,
     );
+    let mut loads = Vec::new();
+    for e in options.pi_extensions.unwrap_or_default() {
+        if let Some(path) = pi_named(Some(e.path))? {
+            loads.push(pi_loads::PiLoad {
+                path,
+                package_root: pi_named(e.package_root)?,
+            });
+        }
+    }
     env.with_sessions(dir, file);
+    env.pi_loads = loads;
     let approval_mode = options
         .approval_mode
         .or_else(|| std::env::var("PI_SANDBOX_APPROVAL_MODE").ok());
@@ -1523,6 +1546,16 @@ impl Sandbox {
             .session()
             .approvals_notice()
             .map(str::to_string)
+    }
+
+    /// What the sandbox keeps that the user would not guess (a project kept read-only, an
+    /// extension pi loads kept without its folder), for the session's start, or null.
+    #[napi(getter, catch_unwind)]
+    pub fn kept_notice(&self) -> Option<String> {
+        self.commands
+            .session()
+            .kept_notice()
+            .map(|n| shown::lines(&n))
     }
 
     /// Re-reads the config files and the approvals store if one changed; true if it did.

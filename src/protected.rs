@@ -18,6 +18,9 @@ pub enum Place {
     AgentDir,
     /// pi's session folders and what leads to them (`pi_session::protected_places`).
     SessionDir,
+    /// The extensions pi's settings make it load, their folders and what leads to them
+    /// (`pi_loads::protected_places`).
+    PiLoads,
     /// A file or directory with this name, anywhere.
     Name(&'static str),
     /// A path below the home directory.
@@ -95,7 +98,7 @@ const fn entry(
 
 use Keep::{Audit, Mount};
 use OnChange::*;
-use Place::{AgentDir, Git, GitFile, Home, Name, SessionDir};
+use Place::{AgentDir, Git, GitFile, Home, Name, PiLoads, SessionDir};
 
 const RC: &str = "a shell start-up file: your shell runs it on the host";
 const GIT_CONFIG: &str = "git config: keys like core.hooksPath, core.fsmonitor, aliases and filters run commands on the host the next time you use git";
@@ -105,6 +108,8 @@ pub static TABLE: &[Entry] = &[
         "pi's agent dir: settings, models, credentials, extensions, session transcripts, the sandbox config and approvals; pi reads, appends to and runs them on the host"),
     entry(SessionDir, Mount, MoveAside, false, "pi session dir",
         "pi's session transcripts: pi appends to them on the host (following a planted link) and reloads them"),
+    entry(PiLoads, Mount, MoveAside, false, "pi extension",
+        "an extension pi's settings list (or the folder it imports from): pi loads it on the host, unsandboxed, at its next start"),
     entry(Name(".pi"), Mount, MoveUnlessEmpty, true, ".pi directory",
         "a .pi directory: pi loads settings and extensions from it, unsandboxed, when started there"),
     entry(Home(".bashrc"), Mount, MoveAside, false, "shell rc file", RC),
@@ -201,12 +206,18 @@ fn git_match(pattern: &str, rel: &[&OsStr]) -> Option<usize> {
 }
 
 impl Anchors {
-    pub fn new(home: &Path, agent_dir: &Path, session_places: &[PathBuf]) -> Anchors {
+    pub fn new(
+        home: &Path,
+        agent_dir: &Path,
+        session_places: &[PathBuf],
+        pi_loads: &[PathBuf],
+    ) -> Anchors {
         let mut fixed = Vec::new();
         for e in TABLE {
             match e.place {
                 AgentDir => fixed.push((agent_dir.to_path_buf(), e)),
                 SessionDir => fixed.extend(session_places.iter().map(|d| (d.clone(), e))),
+                PiLoads => fixed.extend(pi_loads.iter().map(|d| (d.clone(), e))),
                 Home(rel) => fixed.push((home.join(rel), e)),
                 Name(_) | Git(_) | GitFile => {}
             }
@@ -471,6 +482,7 @@ mod tests {
             Path::new("/h"),
             Path::new("/h/.pi/agent"),
             &[PathBuf::from("/s")],
+            &[PathBuf::from("/w/ext")],
         )
     }
 

@@ -133,9 +133,9 @@ pub fn describe(cwd: &Path, state: Result<(&Config, &Guard), &LoadError>) -> Str
     for entry in crate::protected::TABLE {
         let place = match entry.place {
             Place::AgentDir => shown::path(&g.env().agent_dir),
-            Place::SessionDir => {
+            Place::SessionDir | Place::PiLoads => {
                 let places: Vec<&Path> = (g.anchors().fixed_paths().iter())
-                    .filter(|(_, e)| e.place == Place::SessionDir)
+                    .filter(|(_, e)| e.place == entry.place)
                     .map(|(p, _)| p.as_path())
                     .collect();
                 if places.is_empty() {

@@ -1825,6 +1825,43 @@ impl Session {
         next
     }
 
+    /// What the sandbox keeps that the user would not guess, said at the session's start: a
+    /// project it keeps read-only (pi loads an extension from it, or a protected link leads
+    /// to it), extensions pi loads whose folder holds the project (kept alone: what they
+    /// import from beside them stays writable). `None` when there is nothing to say.
+    pub fn kept_notice(&self) -> Option<String> {
+        let guard = self.guard().filter(|g| g.active())?;
+        let cwd = &guard.env().cwd;
+        let mut cache = crate::protected::GitDirCache::default();
+        let mut is_git_dir = |p: &Path| guard.is_git_dir_for_writes(p, &mut cache);
+        let mut out = Vec::new();
+        let read_only = guard.write_protection(cwd, &mut is_git_dir).or_else(|| {
+            if self.second_names.borrow().is_none() {
+                self.remember(&self.scan(guard));
+            }
+            let names = self.second_names.borrow();
+            names
+                .iter()
+                .flatten()
+                .find(|f| crate::protected::is_under(cwd, &f.path))
+                .map(|f| f.why.clone())
+        });
+        if let Some(why) = read_only {
+            out.push(format!(
+                "The sandbox keeps this project read-only, to bash and to the file tools: it is the {}. Writes in it are refused until that changes.",
+                why.label()
+            ));
+        }
+        for n in guard.pi_loads_narrowed() {
+            out.push(format!(
+                "pi loads the extension {} at its start (its settings list it). Its folder {} holds this project, so only that file is kept: what it imports from beside it stays writable to commands. Move the extension to a folder of its own.",
+                n.extension.display(),
+                n.folder.display()
+            ));
+        }
+        (!out.is_empty()).then(|| out.join("\n"))
+    }
+
     /// The env files the repository tracks (for the session's first note), shared so that
     /// git is asked without the session's lock.
     pub(crate) fn committed_env(&self) -> Arc<crate::committed_env::CommittedEnv> {
@@ -1854,6 +1891,9 @@ impl Session {
             }
         }
         out.push_str(&self.committed_env.report());
+        if let Some(kept) = self.kept_notice() {
+            let _ = writeln!(out, "\n{}", shown::lines(&kept));
+        }
         let store = match &self.store {
             Ok(s) => shown::path(s.path()),
             Err(e) => format!("unusable: {e}"),
@@ -2030,6 +2070,7 @@ mod tests {
             agent_dir: dir.join("agent"),
             session_dirs: vec![],
             session_file: None,
+            pi_loads: vec![],
         };
         std::fs::create_dir_all(&env.cwd).unwrap();
         std::fs::create_dir_all(&env.home).unwrap();

@@ -117,8 +117,9 @@ export async function runPiRpc({
   message = "go",
   until = (msg) => msg.type === "agent_end",
   onMessage = () => {},
+  settings = {},
 }) {
-  const { model, childEnv } = await prepare(world, script, env);
+  const { model, childEnv } = await prepare(world, script, env, "x", settings);
   const child = spawn(piBin, ["--mode", "rpc", ...commonArgs()], { cwd, env: childEnv, stdio: ["pipe", "pipe", "pipe"] });
   const dialogs = [];
   const uiEvents = [];

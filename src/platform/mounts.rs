@@ -888,6 +888,7 @@ mod tests {
             agent_dir: "/nonexistent-pi-test/home/u/.pi/agent".into(),
             session_dirs: vec![],
             session_file: None,
+            pi_loads: vec![],
         }
     }
 
