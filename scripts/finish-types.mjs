@@ -2,7 +2,7 @@
 // Finishes the index.d.ts `napi build` just wrote, for what napi-rs cannot express: the
 // classes are made by the addon only (a private constructor, as `new` throws at run time),
 // and the loader's `__napiBindingTarget` is not part of this package's API. Then checks the
-// result: the hand-written unions are in (src/dts-header.d.ts), no `Js` name or `any` is
+// result: the hand-written unions are in (src/napi/dts-header.d.ts), no `Js` name or `any` is
 // left. Run by `npm run build` and `build:dist` right after napi build; any text it expects
 // and does not find fails the build.
 import { readFileSync, writeFileSync } from "node:fs";
@@ -19,7 +19,7 @@ function fail(message) {
 
 let dts = readFileSync(file, "utf8");
 
-if (!dts.includes("export type SandboxErrorCode =")) fail("the unions of src/dts-header.d.ts are missing (package.json napi.dtsHeaderFile)");
+if (!dts.includes("export type SandboxErrorCode =")) fail("the unions of src/napi/dts-header.d.ts are missing (package.json napi.dtsHeaderFile)");
 
 const bindingTarget = /\n\/\*\*(?:(?!\*\/)[\s\S])*\*\/\nexport declare const __napiBindingTarget: [^\n]*\n/g;
 const found = dts.match(bindingTarget) ?? [];

@@ -329,7 +329,7 @@ pub fn pi_file_secrets(agent_dir: &Path, env: &BTreeMap<String, String>) -> Vec<
             collect_strings(&entry, &format!("auth.json {provider}"), &mut out);
         }
     }
-    for (at, value) in crate::environment::models_json_credentials(agent_dir) {
+    for (at, value) in crate::policy::environment::models_json_credentials(agent_dir) {
         if let Some(from_env) = env.get(&value) {
             out.push(Secret {
                 name: value.clone(),

@@ -17,7 +17,7 @@ use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use super::domains::{DomainFilter, Host, Verdict};
 use super::proxy::{self, Decision, Reach, Resolve, Server};
-use crate::prompts::{self, Prompt};
+use crate::session::prompts::{self, Prompt};
 use crate::violations::{Violation, ViolationLog};
 
 /// Hosts one command may ask the user about; the rest are refused without asking.

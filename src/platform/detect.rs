@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use once_cell::sync::OnceCell;
 
-pub use super::bwrap::Features;
-use super::seccomp;
+pub use super::linux::bwrap::Features;
+use super::linux::seccomp;
 
 /// Where the sandbox programs are taken from, in this order: system directories only, never
 /// `PATH`, which may lead into a directory the agent can write (an activated virtualenv's

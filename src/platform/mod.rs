@@ -1,12 +1,8 @@
-//! OS-level isolation for bash: detection, mount planning, and the per-platform builders.
+//! OS-level isolation for bash: detection, mount planning, the launch, and each OS's builder
+//! (`linux`: bubblewrap, the kernel filter, the socket supervisor; `macos`: sandbox-exec).
 
-pub mod bwrap;
 pub mod detect;
-#[cfg(target_os = "linux")]
-pub mod fd_passing;
+pub mod launch;
+pub mod linux;
+pub mod macos;
 pub mod mounts;
-pub(crate) mod protected_links;
-pub mod seatbelt;
-pub mod seccomp;
-#[cfg(target_os = "linux")]
-pub mod supervisor;

@@ -7,11 +7,11 @@ use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use super::protected_links;
-use crate::config::Mode;
-use crate::guard::{Guard, Protection};
-use crate::policy::Network;
-use crate::protected::{is_under, GitDirCache, Keep, Place, TABLE};
+use crate::policy::bash::Network;
+use crate::policy::config::Mode;
+use crate::policy::guard::{Guard, Protection};
+use crate::policy::protected::{is_under, GitDirCache, Keep, Place, TABLE};
+use crate::surface::protected_links;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum MountKind {
@@ -369,7 +369,7 @@ pub fn env_files_around(guard: &Guard, listings: &mut EnvFileListings) -> Vec<Pa
 /// while its identity and times say nothing changed (`env_files::relisted`).
 #[derive(Default)]
 pub struct EnvFileListings {
-    dirs: HashMap<PathBuf, crate::env_files::Listed>,
+    dirs: HashMap<PathBuf, crate::surface::env_files::Listed>,
 }
 
 impl EnvFileListings {
@@ -378,7 +378,7 @@ impl EnvFileListings {
         let Ok(meta) = std::fs::metadata(dir) else {
             return vec![];
         };
-        let listed = crate::env_files::relisted(dir, &meta, previous);
+        let listed = crate::surface::env_files::relisted(dir, &meta, previous);
         let files = listed.env_files.iter().map(|n| dir.join(n)).collect();
         self.dirs.insert(dir.to_path_buf(), listed);
         files
@@ -448,7 +448,7 @@ pub fn fingerprinted_content(fingerprint: &[u8]) -> Option<&[u8]> {
 /// `content::read`: never blocking, bounded; a file over the bound is recorded by inode and
 /// change time, which any write changes.
 fn fingerprint(path: &Path, meta: &std::fs::Metadata) -> Vec<u8> {
-    use crate::content::{self, NotContent};
+    use crate::surface::content::{self, NotContent};
     if meta.file_type().is_symlink() {
         let target = std::fs::read_link(path).unwrap_or_default();
         return [FP_LINK, target.as_os_str().as_encoded_bytes()].concat();
@@ -543,8 +543,9 @@ pub(crate) fn judge(
     let mut is_git_dir = |p: &Path| guard.is_git_dir_for_writes(p, git);
     let protection = guard.write_protection(path, &mut is_git_dir);
     // A link named like an env file is one too: `record` masks what it leads to.
-    let env_named_link =
-        file_type.is_symlink() && guard.hides_env_files() && crate::guard::is_env_file(path);
+    let env_named_link = file_type.is_symlink()
+        && guard.hides_env_files()
+        && crate::policy::guard::is_env_file(path);
     if (file_type.is_file() && guard.masks_env_file(path)) || env_named_link {
         return Judged {
             git_dir,
@@ -652,7 +653,7 @@ pub(crate) fn record(
         if roots.iter().any(|r| is_under(p, r)) {
             continue; // walked above, if the scan found it
         }
-        let why = Protection::Surface(crate::protected::Hit {
+        let why = Protection::Surface(crate::policy::protected::Hit {
             entry,
             root: p.clone(),
         });
@@ -866,13 +867,13 @@ fn collect_linked_inodes(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{merge, Env};
-    use crate::guard::ApprovalMode;
+    use crate::policy::config::{merge, Env};
+    use crate::policy::guard::ApprovalMode;
     use std::collections::HashMap;
 
     fn guard(project_json: &str, env: &Env) -> Guard {
         let cfg = merge(
-            crate::config::Config::defaults_for(env),
+            crate::policy::config::Config::defaults_for(env),
             &[(env.project_config(), Some(project_json.to_string()))],
         )
         .unwrap();
@@ -1125,7 +1126,7 @@ mod tests {
         // Listed right after a change: read again next time.
         assert_eq!(names(&mut listings), [".env.a"]);
         assert!(!listings.dirs[&dir].settled);
-        std::thread::sleep(crate::env_files::RACY + std::time::Duration::from_millis(100));
+        std::thread::sleep(crate::surface::env_files::RACY + std::time::Duration::from_millis(100));
         assert_eq!(names(&mut listings), [".env.a"]);
         assert!(
             listings.dirs[&dir].settled,
@@ -1213,7 +1214,7 @@ mod tests {
             "{hidden:?}"
         );
         // approval mode always: nothing to hide.
-        let cfg = merge(crate::config::Config::defaults_for(&env), &[]).unwrap();
+        let cfg = merge(crate::policy::config::Config::defaults_for(&env), &[]).unwrap();
         let always = Guard::new(&cfg, &env, ApprovalMode::Always).unwrap();
         assert!(env_files_around(&always, &mut EnvFileListings::default()).is_empty());
     }

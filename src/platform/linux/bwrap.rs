@@ -1,0 +1,481 @@
+//! `MountPlan` → bubblewrap argv (Linux). Pure: the plan already says which paths exist and
+//! what they are; this only orders the flags.
+//!
+//! Order matters: later mounts cover earlier ones. Read-only root first, then the private
+//! /tmp, then the plan's mounts (each deeper path after its parents, so it wins), then the
+//! script (after /tmp, so that the tmpfs does not hide it).
+//!
+//! Every bind of a path the agent can reach is by fd (`--bind-fd`, `--ro-bind-fd`): the
+//! caller opens `BwrapArgs::sources` without following links, so a symlink planted or swapped
+//! in after the plan was made cannot redirect a mount; bwrap also checks that what it mounted
+//! is the fd's inode.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::platform::mounts::{MountKind, MountPlan};
+use crate::policy::bash::Network;
+
+/// The fd on which bwrap finds its options (`--args`); `BwrapArgs::fds` follow it.
+pub const ARGS_FD: u32 = 3;
+
+/// What bwrap reads from one of the fds its options name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FdSource {
+    /// The command's script (`--ro-bind-data`).
+    Script,
+    /// The `i`th seccomp program (`--add-seccomp-fd`).
+    Filter(usize),
+    /// `pi-sandbox-init`'s executable (`--ro-bind-data`, mode 0555).
+    Init,
+    /// `pi-sandbox-init`'s executable as a file the command inherits and bwrap executes as
+    /// `/proc/self/fd/N` (an executable sealed memfd); not read by bwrap.
+    InitExecutable,
+    /// The filter `pi-sandbox-init` installs; inherited by it, not read by bwrap.
+    NotifyFilter,
+    /// The socket `pi-sandbox-init` hands the filter's listener over; inherited by it.
+    SupervisorSocket,
+    /// A mount source, to be opened without following any link.
+    Path(PathBuf),
+}
+
+/// bwrap's options and what each fd they name must hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BwrapArgs {
+    /// Everything up to and including `--`, then the command.
+    pub args: Vec<OsString>,
+    /// `fds[i]` is expected on fd `ARGS_FD + 1 + i`.
+    pub fds: Vec<FdSource>,
+}
+
+impl BwrapArgs {
+    fn next_fd(&self) -> u32 {
+        ARGS_FD + 1 + self.fds.len() as u32
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BwrapError {
+    NulByte {
+        path: PathBuf,
+    },
+    NotAbsolute {
+        path: PathBuf,
+    },
+    /// Filtered network needs `pi-sandbox-init` to open the proxy's door inside.
+    FilteredNeedsInit,
+}
+
+impl fmt::Display for BwrapError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BwrapError::NulByte { path } => write!(
+                f,
+                "path {:?} holds a NUL byte and cannot be passed to bubblewrap; remove it from the config",
+                path
+            ),
+            BwrapError::NotAbsolute { path } => write!(
+                f,
+                "path {} is not absolute; the sandbox only mounts absolute paths",
+                path.display()
+            ),
+            BwrapError::FilteredNeedsInit => write!(
+                f,
+                "filtered network needs pi-sandbox-init inside the sandbox, which this launch does not run; use --sandbox-network off"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for BwrapError {}
+
+fn check(path: &Path) -> Result<(), BwrapError> {
+    if path.as_os_str().as_encoded_bytes().contains(&0) {
+        return Err(BwrapError::NulByte {
+            path: path.to_path_buf(),
+        });
+    }
+    if !path.is_absolute() {
+        return Err(BwrapError::NotAbsolute {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(())
+}
+
+/// What bwrap itself can do beyond its basics, probed once (`detect`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Features {
+    /// `--disable-userns` (bubblewrap 0.8+): no new user namespaces inside, enforced by the
+    /// kernel's namespace limit as well as by the seccomp filter.
+    pub disable_userns: bool,
+}
+
+/// What a run adds to the mount plan.
+#[derive(Debug, Clone, Copy)]
+pub struct Extras<'a> {
+    pub features: Features,
+    /// How many seccomp programs are loaded, in order, each from its own fd.
+    pub filters: usize,
+    /// Environment variables the command does not get.
+    pub unset_env: &'a [String],
+    /// Environment variables set for the command (`environment::cache_redirects`).
+    pub set_env: &'a [(String, String)],
+    /// Run the command under `pi-sandbox-init` (the socket supervisor's filter).
+    pub supervised: bool,
+    /// `pi-sandbox-init` runs straight from the fd it inherits, rather than from a copy bwrap
+    /// writes into the private /tmp for every command (a megabyte: about 1.4 ms a command).
+    pub init_from_fd: bool,
+}
+
+/// Tells `pi-sandbox-init` to open the proxy's listening socket inside the command's network
+/// namespace, hand it to the supervisor and point the proxy variables at it.
+pub const PROXY_FLAG: &str = "--proxy";
+
+/// Where `pi-sandbox-init` appears inside the sandbox (the private /tmp, read-only).
+pub const INIT_INSIDE: &str = "/tmp/.pi-sandbox-init";
+
+/// The bwrap arguments (without the `bwrap` program itself), ending in `-- <command...>`.
+pub fn build(
+    plan: &MountPlan,
+    extras: Extras,
+    command: &[OsString],
+) -> Result<BwrapArgs, BwrapError> {
+    let Extras {
+        features,
+        filters,
+        unset_env,
+        set_env,
+        supervised,
+        init_from_fd,
+    } = extras;
+    let mut out = BwrapArgs {
+        args: Vec::new(),
+        fds: Vec::new(),
+    };
+    let flag = |a: &mut Vec<OsString>, f: &str| a.push(f.into());
+    for f in [
+        "--die-with-parent",
+        // setsid: the sandboxed command cannot push keystrokes into pi's terminal (TIOCSTI).
+        "--new-session",
+        // Own PID namespace: host processes are invisible, and everything started inside
+        // (setsid, nohup, &) dies when the command's pid 1 exits.
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--cap-drop",
+        "ALL",
+    ] {
+        flag(&mut out.args, f);
+    }
+    if features.disable_userns {
+        flag(&mut out.args, "--unshare-user");
+        flag(&mut out.args, "--disable-userns");
+    }
+    if plan.network.own_namespace() {
+        flag(&mut out.args, "--unshare-net");
+    }
+    // The proxy's listener is made inside the namespace by pi-sandbox-init.
+    if plan.network == Network::Filtered && !supervised {
+        return Err(BwrapError::FilteredNeedsInit);
+    }
+    for i in 0..filters {
+        let fd = out.next_fd();
+        out.fds.push(FdSource::Filter(i));
+        out.args
+            .extend(["--add-seccomp-fd".into(), fd.to_string().into()]);
+    }
+    let mount =
+        |a: &mut Vec<OsString>, f: &str, src: &Path, dst: &Path| -> Result<(), BwrapError> {
+            check(src)?;
+            check(dst)?;
+            a.push(f.into());
+            a.push(src.into());
+            a.push(dst.into());
+            Ok(())
+        };
+    // A bind of `path` onto itself, by fd.
+    let bind_fd = |o: &mut BwrapArgs, f: &str, path: &Path| -> Result<(), BwrapError> {
+        check(path)?;
+        let fd = o.next_fd();
+        o.fds.push(FdSource::Path(path.to_path_buf()));
+        o.args
+            .extend([f.into(), fd.to_string().into(), path.into()]);
+        Ok(())
+    };
+    // Fixed system paths, not writable by the agent: by name.
+    mount(&mut out.args, "--ro-bind", Path::new("/"), Path::new("/"))?;
+    out.args
+        .extend(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"].map(OsString::from));
+    // The plan is ordered so that a deeper path comes after its parents: it wins.
+    for m in &plan.mounts {
+        match m.kind {
+            MountKind::Writable => bind_fd(&mut out, "--bind-fd", &m.path)?,
+            MountKind::ReadOnly => bind_fd(&mut out, "--ro-bind-fd", &m.path)?,
+            MountKind::MaskDir => {
+                check(&m.path)?;
+                out.args.extend([
+                    OsString::from("--tmpfs"),
+                    m.path.as_os_str().into(),
+                    "--remount-ro".into(),
+                    m.path.as_os_str().into(),
+                ]);
+            }
+            MountKind::MaskFile => {
+                mount(&mut out.args, "--ro-bind", Path::new("/dev/null"), &m.path)?
+            }
+        }
+    }
+    if let Some(script) = &plan.script {
+        // Copied from an fd (an unnamed file) into the private /tmp: nothing is left on the
+        // host, even if the run is killed.
+        check(script)?;
+        let fd = out.next_fd();
+        out.fds.push(FdSource::Script);
+        out.args.extend([
+            OsString::from("--ro-bind-data"),
+            fd.to_string().into(),
+            script.into(),
+        ]);
+    }
+    let mut prefix: Vec<OsString> = Vec::new();
+    if supervised {
+        let init = out.next_fd();
+        let program: OsString = if init_from_fd {
+            out.fds.push(FdSource::InitExecutable);
+            format!("/proc/self/fd/{init}").into()
+        } else {
+            out.fds.push(FdSource::Init);
+            out.args.extend([
+                "--perms".into(),
+                "0555".into(),
+                "--ro-bind-data".into(),
+                init.to_string().into(),
+                INIT_INSIDE.into(),
+            ]);
+            INIT_INSIDE.into()
+        };
+        // Not named in bwrap's options: bwrap leaves them open for the command.
+        let filter = out.next_fd();
+        out.fds.push(FdSource::NotifyFilter);
+        let socket = out.next_fd();
+        out.fds.push(FdSource::SupervisorSocket);
+        prefix.extend([
+            program,
+            filter.to_string().into(),
+            socket.to_string().into(),
+        ]);
+        if plan.network == Network::Filtered {
+            prefix.push(PROXY_FLAG.into());
+        }
+        prefix.push("--".into());
+    }
+    // Names come from the environment itself, which cannot hold NUL bytes.
+    for name in unset_env.iter().filter(|n| !n.contains('\0')) {
+        out.args.extend(["--unsetenv".into(), name.into()]);
+    }
+    // The host's TMPDIR is read-only or invisible inside; mktemp and friends need one that
+    // is writable: the private /tmp.
+    out.args
+        .extend(["--setenv", "TMPDIR", "/tmp"].map(OsString::from));
+    for (name, value) in set_env
+        .iter()
+        .filter(|(n, v)| !n.contains('\0') && !v.contains('\0'))
+    {
+        out.args
+            .extend(["--setenv".into(), name.into(), value.into()]);
+    }
+    check(&plan.cwd)?;
+    out.args.push("--chdir".into());
+    out.args.push(plan.cwd.as_os_str().into());
+    out.args.push("--".into());
+    out.args.extend(prefix);
+    out.args.extend(command.iter().cloned());
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::platform::mounts::Mount;
+
+    fn plan() -> MountPlan {
+        let m = |p: &str, kind| Mount {
+            path: p.into(),
+            kind,
+        };
+        MountPlan {
+            cwd: "/w/proj/src".into(),
+            mounts: vec![
+                m("/home/u/.ssh", MountKind::MaskDir),
+                m("/w/proj", MountKind::Writable),
+                m("/w/proj/.pi", MountKind::ReadOnly),
+                m("/w/proj/.git/hooks", MountKind::ReadOnly),
+                m("/home/u/.pi/agent/auth.json", MountKind::MaskFile),
+                m("/home/u/.pi/agent/sessions", MountKind::Writable),
+            ],
+            placeholders: vec![],
+            network: Network::Off,
+            script: Some("/tmp/pi-bash-1-2-abc.sh".into()),
+        }
+    }
+
+    const NONE: Extras = Extras {
+        features: Features {
+            disable_userns: false,
+        },
+        filters: 0,
+        unset_env: &[],
+        set_env: &[],
+        supervised: false,
+        init_from_fd: false,
+    };
+
+    fn strings(v: &[OsString]) -> Vec<String> {
+        v.iter().map(|s| s.to_string_lossy().into_owned()).collect()
+    }
+
+    #[test]
+    fn golden_argv_in_the_tested_order() {
+        let built = build(
+            &plan(),
+            Extras {
+                features: Features {
+                    disable_userns: true,
+                },
+                filters: 2,
+                unset_env: &["GITHUB_TOKEN".into()],
+                set_env: &[],
+                supervised: true,
+                init_from_fd: false,
+            },
+            &["bash".into(), "-l".into(), "/tmp/pi-bash-1-2-abc.sh".into()],
+        )
+        .unwrap();
+        // One mount or flag group per line; split on whitespace (no path here has spaces).
+        let expected: Vec<&str> = "
+            --die-with-parent --new-session --unshare-pid --unshare-ipc --unshare-uts
+            --cap-drop ALL --unshare-user --disable-userns --unshare-net
+            --add-seccomp-fd 4 --add-seccomp-fd 5
+            --ro-bind / /
+            --proc /proc --dev /dev --tmpfs /tmp
+            --tmpfs /home/u/.ssh --remount-ro /home/u/.ssh
+            --bind-fd 6 /w/proj
+            --ro-bind-fd 7 /w/proj/.pi
+            --ro-bind-fd 8 /w/proj/.git/hooks
+            --ro-bind /dev/null /home/u/.pi/agent/auth.json
+            --bind-fd 9 /home/u/.pi/agent/sessions
+            --ro-bind-data 10 /tmp/pi-bash-1-2-abc.sh
+            --perms 0555 --ro-bind-data 11 /tmp/.pi-sandbox-init
+            --unsetenv GITHUB_TOKEN
+            --setenv TMPDIR /tmp
+            --chdir /w/proj/src
+            -- /tmp/.pi-sandbox-init 12 13 -- bash -l /tmp/pi-bash-1-2-abc.sh"
+            .split_whitespace()
+            .collect();
+        assert_eq!(strings(&built.args), expected);
+        // what each fd the options name must hold, in fd order from 4
+        let p = |s: &str| FdSource::Path(s.into());
+        assert_eq!(
+            built.fds,
+            [
+                FdSource::Filter(0),
+                FdSource::Filter(1),
+                p("/w/proj"),
+                p("/w/proj/.pi"),
+                p("/w/proj/.git/hooks"),
+                p("/home/u/.pi/agent/sessions"),
+                FdSource::Script,
+                FdSource::Init,
+                FdSource::NotifyFilter,
+                FdSource::SupervisorSocket,
+            ]
+        );
+    }
+
+    #[test]
+    fn init_from_its_inherited_fd_is_executed_there_and_not_copied() {
+        let extras = Extras {
+            supervised: true,
+            init_from_fd: true,
+            ..NONE
+        };
+        let built = build(&plan(), extras, &["true".into()]).unwrap();
+        let args = strings(&built.args);
+        assert!(!args.contains(&INIT_INSIDE.to_string()));
+        assert!(!args.contains(&"--perms".to_string()));
+        // the fd after the mount sources and the script, executed through the sandbox's /proc
+        let tail = args.iter().position(|a| a == "--").unwrap();
+        assert_eq!(
+            args[tail + 1..],
+            ["/proc/self/fd/9", "10", "11", "--", "true"]
+        );
+        assert_eq!(
+            built.fds[built.fds.len() - 3..],
+            [
+                FdSource::InitExecutable,
+                FdSource::NotifyFilter,
+                FdSource::SupervisorSocket
+            ]
+        );
+    }
+
+    #[test]
+    fn network_on_keeps_the_host_network() {
+        let mut p = plan();
+        p.network = Network::On;
+        let args = strings(&build(&p, NONE, &["true".into()]).unwrap().args);
+        assert!(!args.contains(&"--unshare-net".to_string()));
+        // an older bwrap: the seccomp filter alone keeps user namespaces out
+        assert!(!args.contains(&"--disable-userns".to_string()));
+        assert!(args.contains(&"--unshare-pid".to_string()));
+    }
+
+    #[test]
+    fn filtered_network_is_an_empty_namespace_whose_door_init_opens() {
+        let mut p = plan();
+        p.network = Network::Filtered;
+        let supervised = Extras {
+            supervised: true,
+            ..NONE
+        };
+        let args = strings(&build(&p, supervised, &["true".into()]).unwrap().args);
+        assert!(args.contains(&"--unshare-net".to_string()));
+        let tail = args.iter().rposition(|a| a == INIT_INSIDE).unwrap();
+        assert_eq!(args[tail + 3..], ["--proxy", "--", "true"]);
+        // Off: no door.
+        p.network = Network::Off;
+        let args = strings(&build(&p, supervised, &["true".into()]).unwrap().args);
+        assert!(!args.contains(&PROXY_FLAG.to_string()));
+        // Without init there is no way to open one: refused, not run unfiltered.
+        p.network = Network::Filtered;
+        assert_eq!(
+            build(&p, NONE, &["true".into()]).unwrap_err(),
+            BwrapError::FilteredNeedsInit
+        );
+    }
+
+    #[test]
+    fn nul_bytes_and_relative_paths_are_refused() {
+        use std::os::unix::ffi::OsStringExt;
+        let mut p = plan();
+        p.mounts.push(Mount {
+            path: PathBuf::from(OsString::from_vec(b"/w/a\0b".to_vec())),
+            kind: MountKind::Writable,
+        });
+        assert!(matches!(
+            build(&p, NONE, &[]),
+            Err(BwrapError::NulByte { .. })
+        ));
+        let mut p = plan();
+        p.mounts.push(Mount {
+            path: "relative/file".into(),
+            kind: MountKind::MaskFile,
+        });
+        assert!(matches!(
+            build(&p, NONE, &[]),
+            Err(BwrapError::NotAbsolute { .. })
+        ));
+    }
+}

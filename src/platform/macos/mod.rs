@@ -1,0 +1,3 @@
+//! macOS: the sandbox-exec (SBPL) profile.
+
+pub mod seatbelt;

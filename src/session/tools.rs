@@ -1,0 +1,173 @@
+//! pi's built-in file tools: which file each one opens for a given input, and which check
+//! applies. Mirrors pi 0.73's own path handling (`paths::pi_tool_path`, `pi_read_path`) so
+//! that the path the guard approves is the path the tool opens.
+
+use std::path::Path;
+
+use globset::GlobBuilder;
+use serde_json::Value;
+
+use crate::paths;
+use crate::policy::guard::{ApprovalMode, Decision, Guard, KnownGitDirs, Op, Verdict};
+
+/// rg glob that keeps env files out of grep results (rg's globs without `/` match names).
+pub const ENV_FILE_EXCLUDE_GLOB: &str = "!{.env,.env.*}";
+
+/// The guard's answer for one tool call, plus an input change the extension must apply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCheck {
+    pub decision: Decision,
+    /// `(input key, new value)`; applied before pi runs the tool (grep's `glob`).
+    pub patch: Option<(String, String)>,
+}
+
+pub const GUARDED_TOOLS: &[&str] = &["read", "write", "edit", "grep", "find", "ls"];
+
+/// Checks one call of a built-in file tool. `None` for tools the path guard does not cover.
+pub fn check_tool(guard: &Guard, tool: &str, input: &Value, home: &Path) -> Option<ToolCheck> {
+    check_tool_with(guard, tool, input, home, &|_| None)
+}
+
+/// `check_tool`, with `known` answering which directories are git dirs where it can (see
+/// `Guard::check_with`).
+pub fn check_tool_with(
+    guard: &Guard,
+    tool: &str,
+    input: &Value,
+    home: &Path,
+    known: KnownGitDirs,
+) -> Option<ToolCheck> {
+    if !GUARDED_TOOLS.contains(&tool) {
+        return None;
+    }
+    let cwd = guard.env().cwd.clone();
+    let raw_path = input.get("path").and_then(Value::as_str);
+    let plain = |decision| ToolCheck {
+        decision,
+        patch: None,
+    };
+    let missing = |what: &str| {
+        plain(Decision {
+            verdict: Verdict::Deny,
+            op: Op::Read,
+            path: cwd.clone(),
+            rule: "tool input".into(),
+            source: "pi tool call".into(),
+            reason: format!("Blocked {tool}: {what}"),
+        })
+    };
+    let resolve = |raw: &str, read: bool| {
+        if read {
+            paths::pi_read_path(raw, home, &cwd)
+        } else {
+            paths::pi_tool_path(raw, home, &cwd)
+        }
+    };
+    let path_or_dot = raw_path.filter(|p| !p.is_empty()).unwrap_or(".");
+    let resolved = match tool {
+        "read" | "write" | "edit" => match raw_path {
+            Some(p) => resolve(p, tool == "read"),
+            None => return Some(missing("its input has no string `path`")),
+        },
+        _ => resolve(path_or_dot, false),
+    };
+    let path = match resolved {
+        Ok(p) => p,
+        Err(e) => return Some(missing(&e.to_string())),
+    };
+    let check = match tool {
+        "read" | "ls" => plain(guard.check(Op::Read, &path)),
+        "write" => plain(guard.check_with(Op::Write, &path, known)),
+        // edit shows the old text back in its diff: it reads as well as writes.
+        "edit" => {
+            let read = guard.check(Op::Read, &path);
+            let write = guard.check_with(Op::Write, &path, known);
+            plain(match (read.verdict, write.verdict) {
+                (Verdict::Deny, _) => read,
+                (_, Verdict::Deny) => write,
+                // An env file it may not read yet: asked once, as a change (which covers the
+                // read the edit makes first).
+                (Verdict::Prompt, Verdict::Prompt)
+                    if write.rule == crate::policy::guard::ENV_FILE_RULE =>
+                {
+                    write
+                }
+                (Verdict::Prompt, _) => read,
+                _ => write,
+            })
+        }
+        "find" => plain(guard.check_search(&path, tool)),
+        "grep" => check_grep(guard, &path, input),
+        _ => unreachable!("tool list checked above"),
+    };
+    Some(check)
+}
+
+/// grep reads file contents: besides the search root, env files must stay out of its results
+/// unless approval mode is `always` (an explicit read of them asks instead).
+fn check_grep(guard: &Guard, root: &Path, input: &Value) -> ToolCheck {
+    let decision = guard.check_search(root, "grep");
+    if decision.verdict != Verdict::Allow
+        || !guard.active()
+        || guard.approval_mode() == ApprovalMode::Always
+    {
+        return ToolCheck {
+            decision,
+            patch: None,
+        };
+    }
+    match input.get("glob").and_then(Value::as_str).filter(|g| !g.is_empty()) {
+        None => ToolCheck {
+            decision,
+            patch: Some(("glob".into(), ENV_FILE_EXCLUDE_GLOB.into())),
+        },
+        Some(glob) if glob_may_select_env_files(glob) => ToolCheck {
+            decision: Decision {
+                verdict: Verdict::Deny,
+                rule: "sensitive env file (.env, .env.*)".into(),
+                source: format!("PI_SANDBOX_APPROVAL_MODE={}", guard.approval_mode().as_str()),
+                reason: format!(
+                    "Blocked grep with glob '{glob}': it could search env files, which usually hold secrets. Use a glob that selects the files you need (e.g. '*.ts'), or read the env file with the read tool, which asks first."
+                ),
+                ..decision
+            },
+            patch: None,
+        },
+        Some(_) => ToolCheck {
+            decision,
+            patch: None,
+        },
+    }
+}
+
+/// Whether rg, given `--glob <glob>`, could search a file named `.env` or `.env.x`.
+/// A negated glob selects everything else, env files included.
+fn glob_may_select_env_files(glob: &str) -> bool {
+    if glob.starts_with('!') {
+        return true;
+    }
+    let Ok(g) = GlobBuilder::new(glob).literal_separator(false).build() else {
+        // rg would reject it too; refusing costs nothing.
+        return true;
+    };
+    let m = g.compile_matcher();
+    [".env", ".env.local", "sub/.env", "sub/.env.production"]
+        .iter()
+        .any(|name| m.is_match(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_glob_detection() {
+        assert!(glob_may_select_env_files("!*.md"));
+        assert!(glob_may_select_env_files("*"));
+        assert!(glob_may_select_env_files(".env*"));
+        assert!(glob_may_select_env_files("**/.env"));
+        assert!(!glob_may_select_env_files("*.ts"));
+        assert!(!glob_may_select_env_files("src/**/*.rs"));
+        assert!(glob_may_select_env_files("[unclosed"));
+    }
+}

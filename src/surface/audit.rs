@@ -1,0 +1,1170 @@
+//! After a sandboxed command: what it created or changed on pi's control surface.
+//!
+//! Mounts keep existing paths read-only, but cannot stop a command from creating a new name:
+//! a `.pi` directory in a subdirectory (pi loads extensions from it), a new repository whose
+//! hooks or config run commands when the user next runs git there, a worktree's commondir
+//! rewritten. So every command is bracketed by a scan: what `protected::TABLE` covers and was
+//! not there before (or, for entries compared by content, holds something else now) is
+//! judged by the entry's `OnChange` rule and, if unsafe, moved into a new quarantine
+//! directory with an unpredictable name (never deleted). When a path cannot be neutralised
+//! the audit fails closed: the finding is marked `blocking` and bash stays blocked until
+//! the path is gone or safe. New denyWrite matches are reported only: they are the user's data.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// "Now" on the clock the file system stamps inodes with (the kernel's coarse clock, which
+/// lags the fine one by up to a tick): the change time of a new, unnamed temp file. An inode
+/// changed strictly before it was not changed by the command that follows.
+fn baseline_time() -> Option<SystemTime> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = tempfile::tempfile().ok()?.metadata().ok()?;
+    Some(UNIX_EPOCH + Duration::new(meta.ctime().max(0) as u64, meta.ctime_nsec() as u32))
+}
+
+/// When the sandbox first ran a session with this agent dir, on the file system's clock: the
+/// user's files are what predates it. Recorded once in `<agent dir>/sandbox-first-session`,
+/// so that what one session's commands wrote is not the user's in the next session either
+/// (a stage planted in one session and armed in the next). None when it cannot be read or
+/// recorded: then nothing counts as the user's (fail closed).
+pub fn first_session_time(agent_dir: &Path) -> Option<SystemTime> {
+    let file = agent_dir.join("sandbox-first-session");
+    let parse = |text: &str| -> Option<SystemTime> {
+        let (secs, nanos) = text.trim().split_once('.')?;
+        Some(UNIX_EPOCH + Duration::new(secs.parse().ok()?, nanos.parse().ok()?))
+    };
+    match std::fs::read_to_string(&file) {
+        Ok(text) => return parse(&text),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return None,
+        Err(_) => {}
+    }
+    let now = baseline_time()?;
+    let since = now.duration_since(UNIX_EPOCH).ok()?;
+    let text = format!("{}.{:09}\n", since.as_secs(), since.subsec_nanos());
+    std::fs::create_dir_all(agent_dir).ok()?;
+    // Written whole beside it, then linked into place: a session starting at the same
+    // moment keeps the first record.
+    let tmp = tempfile::NamedTempFile::new_in(agent_dir).ok()?;
+    std::fs::write(tmp.path(), &text).ok()?;
+    match std::fs::hard_link(tmp.path(), &file) {
+        Ok(()) => Some(now),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            parse(&std::fs::read_to_string(&file).ok()?)
+        }
+        Err(_) => None,
+    }
+}
+
+use crate::platform::mounts::{fingerprinted_content, Found, Scan, FP_LINK, LINK_TARGET_MISSING};
+use crate::policy::guard::Protection;
+use crate::policy::protected::{Keep, OnChange, Place};
+use crate::surface::content;
+use crate::surface::hooks::GitPathKind;
+use crate::surface::quarantine::Quarantine;
+
+/// What was done about one new or changed path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub path: PathBuf,
+    /// Where it was moved, if it was.
+    pub moved_to: Option<PathBuf>,
+    pub why: String,
+    /// It could not be neutralised: bash stays blocked while it is there.
+    pub blocking: bool,
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.moved_to {
+            Some(to) => write!(
+                f,
+                "{} was created or changed by the command and moved to {}: {}",
+                self.path.display(),
+                to.display(),
+                self.why
+            ),
+            None => write!(f, "{}: {}", self.path.display(), self.why),
+        }
+    }
+}
+
+/// The protected paths seen just before a command, to judge what it created or changed.
+#[derive(Debug)]
+pub struct Auditor {
+    /// Where what is moved aside goes.
+    quarantine: Quarantine,
+    /// The git dirs at the baseline: one the scan finds after the command is new.
+    git_dirs: std::collections::HashSet<PathBuf>,
+    /// The links on protected links' ways at the baseline (`Protection::WayLink`): one a
+    /// command replaces with a folder drops out of the scan, and is judged all the same.
+    ways: Vec<Found>,
+    /// Path → whether its entry was compared by content (`by_content`), and its fingerprint
+    /// (content or link target, for entries compared by content).
+    known: HashMap<PathBuf, (bool, Vec<u8>)>,
+    /// What could not be neutralised: bash is blocked while any of it is still unsafe.
+    blocked: Vec<Found>,
+    /// When the sandbox's first session started (`first_session_time`): an inode whose
+    /// change time is older is the user's. Never moved on: what an earlier command (or the
+    /// write tool) of this or an earlier session wrote is no more the user's than what this
+    /// command writes.
+    since: Option<SystemTime>,
+}
+
+impl Auditor {
+    /// An auditor that takes what changed before `since` for the user's (see
+    /// `first_session_time`; None: nothing is).
+    pub fn new(quarantine: Quarantine, since: Option<SystemTime>) -> Auditor {
+        Auditor {
+            quarantine,
+            git_dirs: Default::default(),
+            ways: Vec::new(),
+            known: HashMap::new(),
+            blocked: Vec::new(),
+            since,
+        }
+    }
+
+    /// Records what exists just before a command: only what appears or changes after it is
+    /// suspect.
+    pub fn baseline(&mut self, scan: &Scan) {
+        self.ways.clear();
+        self.git_dirs = scan.git_dirs.iter().cloned().collect();
+        for f in compared(scan) {
+            self.known.insert(f.path.clone(), known(f));
+            if matches!(f.why, Protection::WayLink { .. }) {
+                self.ways.push(f.clone());
+            }
+        }
+    }
+
+    /// Whether `path` (and, for a directory, its list of entries) is older than the
+    /// session: its inode change time cannot be set back, and moves, links and writes all
+    /// update it.
+    fn unchanged_since_baseline(&self, path: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let Some(since) = self.since else {
+            return false;
+        };
+        std::fs::symlink_metadata(path).is_ok_and(|m| {
+            let ctime = UNIX_EPOCH + Duration::new(m.ctime().max(0) as u64, m.ctime_nsec() as u32);
+            ctime < since
+        })
+    }
+
+    /// Records paths the sandbox made itself (placeholders).
+    pub fn baseline_paths(&mut self, paths: &[PathBuf]) {
+        for p in paths {
+            self.known.entry(p.clone()).or_default();
+        }
+    }
+
+    /// Compares `now` (scanned after the command) with the baseline and neutralises what is
+    /// new or changed.
+    pub fn after(&mut self, now: &Scan) -> Vec<Finding> {
+        self.after_only(now, |_| true)
+    }
+
+    /// `after`, judging only what makes a directory a git dir or points git at one (a
+    /// `commondir`, a gitfile). Run first: what those make protected, or exempt from
+    /// denyWrite as git's data, is only known once they are gone (see `Session`).
+    pub fn after_structural(&mut self, now: &Scan) -> Vec<Finding> {
+        self.after_only(now, |f| {
+            matches!(&f.why, Protection::Surface(h) if match h.entry.place {
+                Place::GitFile => true,
+                Place::Git(pattern) => pattern.ends_with("commondir"),
+                _ => false,
+            })
+        })
+    }
+
+    fn after_only(&mut self, now: &Scan, judged: impl Fn(&Found) -> bool) -> Vec<Finding> {
+        let mut findings = Vec::new();
+        // A link on a protected link's way that is no link any more is not on its way now:
+        // judged from what the baseline saw there.
+        let gone: Vec<Found> = (self.ways.iter())
+            .filter(|w| judged(w) && !now.all().any(|f| f.path == w.path))
+            .map(|w| Found {
+                fingerprint: Vec::new(),
+                ..w.clone()
+            })
+            .collect();
+        let mut unmade = std::collections::HashSet::new();
+        for found in compared(now).chain(&gone).filter(|f| judged(f)) {
+            // Inside what was just moved aside.
+            let here = std::fs::symlink_metadata(&found.path).is_ok();
+            if !here && !matches!(found.why, Protection::WayLink { .. }) {
+                continue;
+            }
+            let seen = self.known.get(&found.path);
+            let before = seen.map(|(_, fp)| fp);
+            if before.is_some_and(|fp| *fp == found.fingerprint) {
+                continue;
+            }
+            // Protected now only because the command changed what is around it (made its
+            // directory a git dir; uncovered it by moving a protected directory), or covered
+            // now by an entry compared the other way (a commondir in a directory the command
+            // made a git dir is a worktree's, compared by content; its fingerprint before
+            // says nothing): the path itself is untouched, the user's. What changed around
+            // it is judged on its own.
+            let comparable = seen.is_some_and(|(by, _)| *by == by_content(found));
+            if !comparable && self.unchanged_since_baseline(&found.path) {
+                // Older files that git would run, in a folder the command made a git dir
+                // (moved there, or given objects/): what made it one goes, they stay.
+                match self.new_git_dir_around(&found.path, now) {
+                    Some(dir) if would_run(found) => {
+                        if !unmade.contains(&dir) {
+                            let moved = self.unmake_git_dir(&dir, &found.path);
+                            if moved.is_empty() {
+                                // Its markers are as old: no way to tell; judged as new.
+                                findings.extend(judge(&self.quarantine, found, None));
+                                continue;
+                            }
+                            findings.extend(moved);
+                            unmade.insert(dir);
+                        }
+                        continue;
+                    }
+                    _ => {}
+                }
+                self.known.insert(found.path.clone(), known(found));
+                continue;
+            }
+            let finding = judge(&self.quarantine, found, before.map(Vec::as_slice));
+            // A path moved aside is gone: if a later command re-creates it, that is new again.
+            match &finding {
+                Some(f) if f.blocking => self.blocked.push(found.clone()),
+                Some(f) if f.moved_to.is_some() => {}
+                _ => {
+                    self.known.insert(found.path.clone(), known(found));
+                }
+            }
+            findings.extend(finding);
+        }
+        findings
+    }
+}
+
+impl Auditor {
+    /// The innermost git dir around `path` that the baseline did not have.
+    fn new_git_dir_around(&self, path: &Path, now: &Scan) -> Option<PathBuf> {
+        (now.git_dirs.iter())
+            .filter(|g| path.starts_with(g) && !self.git_dirs.contains(*g))
+            .max_by_key(|g| g.as_os_str().len())
+            .cloned()
+    }
+
+    /// Moves aside what the session made of `dir`'s git-dir markers (HEAD, objects, refs), so that git no longer takes it for a repository, leaving the user's
+    /// `older` file where it is.
+    fn unmake_git_dir(&self, dir: &Path, older: &Path) -> Vec<Finding> {
+        let why = format!(
+            "it made {} a git repository around {}, which predates the session but which git would run or read on the host; your file stays where it is",
+            crate::shown::path(dir),
+            crate::shown::path(older)
+        );
+        // A commondir is judged on its own, first (`after_structural`).
+        ["HEAD", "objects", "refs"]
+            .iter()
+            .map(|name| dir.join(name))
+            .filter(|p| std::fs::symlink_metadata(p).is_ok() && !self.unchanged_since_baseline(p))
+            .map(|p| quarantine(&self.quarantine, &p, &why, None))
+            .collect()
+    }
+}
+
+/// Whether git would run something from `found` (live hooks, a config with keys off the safe
+/// list): what a folder made a git dir around it must not bring to life.
+fn would_run(found: &Found) -> bool {
+    let Protection::Surface(hit) = &found.why else {
+        return false;
+    };
+    let path = &found.path;
+    match hit.entry.on_change {
+        OnChange::MoveIfLiveHooks => !is_dir(path) || !live_hooks(path).is_empty(),
+        OnChange::MoveIfUnsafeGitConfig => !is_dir(path) && unsafe_git_config(path, None).is_some(),
+        _ => false,
+    }
+}
+
+/// Whether the scan fingerprints `f` by content (`Keep::Audit` entries; a link, by its target,
+/// under any entry): a fingerprint is compared only with one taken the same way.
+fn by_content(f: &Found) -> bool {
+    matches!(&f.why, Protection::Surface(h) if h.entry.keep == Keep::Audit)
+}
+
+/// What the auditor keeps of a path it has seen.
+fn known(f: &Found) -> (bool, Vec<u8>) {
+    (by_content(f), f.fingerprint.clone())
+}
+
+fn is_dir(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
+}
+
+fn is_empty_dir(path: &Path) -> bool {
+    std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_none())
+}
+
+/// What a scan found, one entry per path: a path found both under its own name and as a
+/// second name of another (a protected link's target, a hard link) is compared as itself,
+/// by its own entry's fingerprint.
+fn compared(scan: &Scan) -> impl Iterator<Item = &Found> {
+    let direct: std::collections::HashSet<&Path> = scan
+        .all()
+        .filter(|f| !is_second_name(f))
+        .map(|f| f.path.as_path())
+        .collect();
+    scan.all()
+        .filter(move |f| !is_second_name(f) || !direct.contains(f.path.as_path()))
+}
+
+/// Other names of a protected path, and env files hidden under their link's name (which
+/// may also be protected as themselves): each defers to the path's own entry.
+fn is_second_name(f: &Found) -> bool {
+    matches!(
+        f.why,
+        Protection::LinkTarget { .. }
+            | Protection::HardLink { .. }
+            | Protection::EnvFile { also: None }
+    )
+}
+
+/// Moves `path` into the project's quarantine (`crate::surface::quarantine`); `restore` is written
+/// back in its place (a changed file that existed before the command). Fails closed: a
+/// path that cannot be moved is reported as blocking.
+fn quarantine(to: &Quarantine, path: &Path, why: &str, restore: Option<&[u8]>) -> Finding {
+    let fail = |e: String| {
+        Finding {
+        path: path.to_path_buf(),
+        moved_to: None,
+        why: format!(
+            "{why}; moving it aside failed ({e}). bash stays blocked until you remove it yourself (outside pi) or make it safe"
+        ),
+        blocking: true,
+    }
+    };
+    let to = match to.move_aside(path) {
+        Ok(to) => to,
+        Err(e) => return fail(e),
+    };
+    if let Some(bytes) = restore {
+        if let Err(e) = restore_file(path, bytes) {
+            return Finding {
+                moved_to: Some(to),
+                ..fail(format!("restoring the previous content failed: {e}"))
+            };
+        }
+    }
+    Finding {
+        path: path.to_path_buf(),
+        moved_to: Some(to),
+        why: match restore {
+            Some(_) => format!("{why}; the previous content was put back"),
+            None => why.to_string(),
+        },
+        blocking: false,
+    }
+}
+
+/// Puts back what a fingerprint (`mounts::fingerprint`) recorded: a link, or a file's content.
+fn restore_file(path: &Path, fingerprint: &[u8]) -> std::io::Result<()> {
+    if let Some(target) = fingerprint.strip_prefix(FP_LINK) {
+        use std::os::unix::ffi::OsStrExt;
+        return std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(target), path);
+    }
+    let bytes = fingerprinted_content(fingerprint)
+        .ok_or_else(|| std::io::Error::other("no content was recorded"))?;
+    use std::io::Write as _;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)?;
+    f.write_all(bytes)
+}
+
+/// The live hooks in a hooks directory: anything but git's `*.sample` files. Names only:
+/// nothing is opened but the directory (`O_DIRECTORY`: a FIFO put in its place fails at
+/// once), and any kind of file under a live name is live.
+fn live_hooks(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| !p.to_string_lossy().ends_with(".sample"))
+        .collect()
+}
+
+/// Whether the gitfile `path` points at a git dir git made for it, proven by git's own
+/// back-link from that git dir to `path`, never by where the git dir sits: a linked
+/// worktree's admin dir whose `gitdir` file names `path`, or a submodule's git dir whose
+/// `core.worktree` (as git reads it) is the directory holding `path`. Err says why not.
+fn gitfile_is_linked(path: &Path) -> Result<(), String> {
+    let text =
+        content::read(path, content::GIT_FILE_LIMIT).map_err(|not| not_a_file(&not, "gitfile"))?;
+    let Some(target) = crate::policy::protected::gitfile_target_in(path, &text) else {
+        return Err("git does not read it as a gitfile (`gitdir: <path>`)".into());
+    };
+    if crate::policy::protected::worktree_links_back(&target, path)
+        || submodule_links_back(&target, path)
+    {
+        return Ok(());
+    }
+    Err("it names no git dir that git itself linked to it (a worktree's admin dir whose gitdir file names it, or a submodule's git dir whose core.worktree names its folder)".into())
+}
+
+/// `git submodule` writes `core.worktree` into the submodule's git dir, relative to it.
+fn submodule_links_back(git_dir: &Path, gitfile: &Path) -> bool {
+    let Some(worktree) = crate::surface::hooks::core_worktree(git_dir) else {
+        return false;
+    };
+    let (Some(dir), Ok(back)) = (
+        gitfile.parent(),
+        crate::paths::canonicalize(&git_dir.join(worktree)),
+    ) else {
+        return false;
+    };
+    crate::paths::canonicalize(dir).is_ok_and(|d| d == back)
+}
+
+/// Why what is at a path is no `expected` file: what it is instead. A FIFO, socket or
+/// device would make git (and a reader without `content::read`'s care) wait or fail.
+fn not_a_file(not: &content::NotContent, expected: &str) -> String {
+    use content::NotContent::{Device, Fifo, Socket};
+    let blocks = matches!(not, Fifo | Socket | Device);
+    format!(
+        "it is {not}, not a {expected}{}",
+        if blocks {
+            ": git would wait on it or fail reading it"
+        } else {
+            ""
+        }
+    )
+}
+
+/// Why the git config at `path` is unsafe, as git reads it: entries the command added
+/// (`before`: its fingerprint from before the command) with keys off the safe list, a file
+/// git cannot read, or no regular file at all. None when it is safe.
+fn unsafe_git_config(path: &Path, before: Option<&[u8]>) -> Option<String> {
+    let text = match content::read(path, content::GIT_FILE_LIMIT) {
+        Ok(text) => text,
+        Err(not) => return Some(not_a_file(&not, "git config")),
+    };
+    let old = before.and_then(fingerprinted_content);
+    match crate::surface::git_config::added_unsafe_keys(old, &text, path) {
+        Ok(bad) if bad.is_empty() => None,
+        Ok(bad) => Some(format!(
+            "this git config sets {} (can run commands outside the sandbox); git works without it",
+            bad.join(", ")
+        )),
+        Err(e) => Some(format!(
+            "{e}; only a config git reads, with safe keys, is kept"
+        )),
+    }
+}
+
+/// Judges one new (`before` None) or changed path by its table entry's rule.
+fn judge(to: &Quarantine, found: &Found, before: Option<&[u8]>) -> Option<Finding> {
+    let path = &found.path;
+    // What was there before the command, to put back: a regular file's content or a link
+    // (not what the fingerprint says of anything else, which is no content).
+    let restore = before.filter(|b| fingerprinted_content(b).is_some() || b.starts_with(FP_LINK));
+    let why = match &found.why {
+        Protection::EnvFile { also: Some(also) } => also.as_ref(),
+        why => why,
+    };
+    let hit = match why {
+        Protection::Surface(hit) => hit,
+        // The file tools may not create it, so neither may a command: mounts can keep only
+        // existing files read-only, so a new one is moved aside (kept, never deleted).
+        Protection::DenyWrite(label) => {
+            return Some(quarantine(
+                to,
+                path,
+                &format!("it matches {label}, which the agent may not create or change; remove the pattern from filesystem.denyWrite, or create the file yourself, if it is wanted"),
+                restore,
+            ))
+        }
+        // git runs what is there at the user's next commit, or reads it as config.
+        Protection::GitPath { label, kind } => {
+            let why = match kind {
+                GitPathKind::Hooks => format!("it is in the {label}; git would run it on the host"),
+                GitPathKind::Config => format!(
+                    "it is the {label}; git would read it on the host, where its keys can run commands"
+                ),
+            };
+            return Some(quarantine(to, path, &why, restore));
+        }
+        // What a protected link pointed to while it did not exist, created by the command:
+        // pi or git load it through the link.
+        Protection::LinkTarget { link, of } if before == Some(LINK_TARGET_MISSING) => {
+            return Some(quarantine(
+                to,
+                path,
+                &format!(
+                    "it is what the protected link {} ({}) points to, and did not exist before the command",
+                    link.display(),
+                    of.label()
+                ),
+                None,
+            ));
+        }
+        // Kept read-only while they are second names; judged through the protected name.
+        // Hidden, not protected from the command: one it wrote itself is its own.
+        // Replaced or removed: the protected link leads elsewhere now. What was there goes
+        // back (it was a link, fingerprinted as one).
+        Protection::WayLink { .. } if std::fs::symlink_metadata(path).is_err() => {
+            return restore.map(|bytes| match restore_file(path, bytes) {
+                Ok(()) => Finding {
+                    path: path.to_path_buf(),
+                    moved_to: None,
+                    why: "a link on the way of a protected link was removed; it was put back"
+                        .into(),
+                    blocking: false,
+                },
+                Err(e) => Finding {
+                    path: path.to_path_buf(),
+                    moved_to: None,
+                    why: format!("a link on the way of a protected link was removed and cannot be put back ({e}); bash stays blocked until you restore it"),
+                    blocking: true,
+                },
+            })
+        }
+        Protection::WayLink { link, of } => {
+            return Some(quarantine(
+                to,
+                path,
+                &format!(
+                    "the protected link {} ({}) leads through it; changing it sends what pi or git load elsewhere",
+                    crate::shown::path(link),
+                    of.label()
+                ),
+                restore,
+            ))
+        }
+        Protection::LinkTarget { .. } | Protection::HardLink { .. } | Protection::EnvFile { .. } => {
+            return None
+        }
+    };
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    let what = hit.entry.why;
+    if is_link {
+        return Some(quarantine(
+            to,
+            path,
+            &format!("a link here makes pi or git load whatever it points to ({what})"),
+            restore,
+        ));
+    }
+    match hit.entry.on_change {
+        OnChange::Accept => None,
+        OnChange::MoveAside => Some(quarantine(to, path, what, restore)),
+        // An empty one holds nothing pi could load (and may be another run's placeholder).
+        OnChange::MoveUnlessEmpty if is_empty_dir(path) => None,
+        OnChange::MoveUnlessEmpty => Some(quarantine(to, path, what, restore)),
+        OnChange::MoveIfLiveHooks => {
+            // A fresh `git init` writes only *.sample hooks, which git never runs; anything
+            // else (a file where the directory belongs included) is not git's own.
+            if is_dir(path) && live_hooks(path).is_empty() {
+                return None;
+            }
+            Some(quarantine(to, path, what, restore))
+        }
+        // A directory where a config file belongs holds no keys: git cannot read it.
+        OnChange::MoveIfUnsafeGitConfig if is_dir(path) => None,
+        OnChange::MoveIfUnsafeGitConfig => {
+            unsafe_git_config(path, before).map(|why| quarantine(to, path, &why, restore))
+        }
+        OnChange::MoveUnlessGitLinked => match gitfile_is_linked(path) {
+            Ok(()) => None,
+            Err(not) => Some(quarantine(to, path, &format!("{what}; {not}"), restore)),
+        },
+        // Compared as git reads the file (`protected::git_path_text`), so that git cannot
+        // read a path other than the one accepted.
+        OnChange::MoveUnlessContent(expected) => {
+            let why = match content::read(path, content::GIT_FILE_LIMIT) {
+                Ok(t) if crate::policy::protected::git_path_text(&t) == expected.as_bytes() => {
+                    return None
+                }
+                Ok(_) => format!("{what}; git itself writes {expected:?} here"),
+                Err(not) => format!("{what}; {}", not_a_file(&not, "file git writes")),
+            };
+            Some(quarantine(to, path, &why, restore))
+        }
+    }
+}
+
+impl Auditor {
+    /// Blocks bash on `path` with `why` (a finding the caller could not settle); it is tried
+    /// again, and lifted, like any blocking finding.
+    pub fn block(&mut self, path: &Path, why: &str) -> Finding {
+        if std::fs::symlink_metadata(path).is_ok() {
+            self.blocked.push(Found {
+                path: path.to_path_buf(),
+                why: Protection::DenyWrite(why.to_string()),
+                fingerprint: Vec::new(),
+            });
+        }
+        Finding {
+            path: path.to_path_buf(),
+            moved_to: None,
+            why: format!("{why}. bash stays blocked until you remove it yourself (outside pi)"),
+            blocking: true,
+        }
+    }
+
+    /// Tries again to neutralise what blocked bash; returns what still blocks it (empty:
+    /// bash may run). A path the user removed or made safe no longer blocks.
+    pub fn retry_blocked(&mut self) -> Vec<Finding> {
+        let mut still = Vec::new();
+        let mut remaining = Vec::new();
+        for found in std::mem::take(&mut self.blocked) {
+            if std::fs::symlink_metadata(&found.path).is_err() {
+                continue;
+            }
+            if let Some(f) = judge(&self.quarantine, &found, None).filter(|f| f.blocking) {
+                still.push(f);
+                remaining.push(found);
+            }
+        }
+        self.blocked = remaining;
+        still
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::platform::mounts::scan_protected;
+    use crate::policy::config::{merge, Env};
+    use crate::policy::guard::{ApprovalMode, Guard};
+
+    fn setup() -> (tempfile::TempDir, PathBuf, Guard) {
+        let t = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        let env = Env::under(&root);
+        std::fs::create_dir_all(&env.cwd).unwrap();
+        let cfg = merge(crate::policy::config::Config::defaults_for(&env), &[]).unwrap();
+        let g = Guard::new(&cfg, &env, ApprovalMode::Ask).unwrap();
+        (t, root.join("proj"), g)
+    }
+
+    fn auditor(g: &Guard) -> Auditor {
+        Auditor::new(
+            Quarantine::for_project(&g.env().agent_dir, &g.env().cwd),
+            baseline_time(),
+        )
+    }
+
+    fn scan(g: &Guard, root: &Path) -> Scan {
+        scan_protected(g, &[root.to_path_buf()])
+    }
+
+    #[test]
+    fn only_new_control_surface_paths_are_moved_and_baseline_ones_are_left() {
+        let (_t, root, g) = setup();
+        let old_pi = root.join("old/.pi");
+        std::fs::create_dir_all(old_pi.join("extensions")).unwrap();
+        let mut a = auditor(&g);
+        a.baseline(&scan(&g, &root));
+        // what the command does
+        let new_pi = root.join("new/.pi");
+        let new_env = root.join(".env");
+        let repo = root.join("repo/.git");
+        for d in [&new_pi, &repo.join("hooks"), &root.join("empty/.pi")] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(&new_env, "X=1").unwrap();
+        std::fs::write(new_pi.join("settings.json"), "{}").unwrap();
+        std::fs::write(repo.join("hooks/pre-commit.sample"), "").unwrap();
+        std::fs::write(repo.join("config"), "[core]\n\tbare = false\n").unwrap();
+        let found = a.after(&scan(&g, &root));
+        let mut paths: Vec<&Path> = found.iter().map(|f| f.path.as_path()).collect();
+        paths.sort();
+        assert_eq!(paths, [new_env.as_path(), new_pi.as_path()], "{found:?}");
+        let moved = found.iter().find(|f| f.path == new_pi).unwrap();
+        let to = moved.moved_to.as_ref().unwrap();
+        assert!(!new_pi.exists() && to.join("settings.json").exists());
+        // the quarantine is pi's agent dir, outside every tree the command could write or
+        // git shows
+        assert!(
+            to.starts_with(g.env().agent_dir.join("sandbox-quarantine")),
+            "{to:?}"
+        );
+        assert!(!to.starts_with(&root));
+        assert_eq!(to.file_name().unwrap(), ".pi.quarantined");
+        assert!(!moved.blocking);
+        assert!(old_pi.exists() && root.join("empty/.pi").exists());
+        // a new denyWrite match is moved aside too: the agent may not create it
+        let env_finding = found.iter().find(|f| f.path == new_env).unwrap();
+        assert!(env_finding.moved_to.is_some() && !new_env.exists());
+        assert!(
+            env_finding.why.contains("denyWrite pattern '.env'"),
+            "{}",
+            env_finding.why
+        );
+        // the sample-only hooks dir and the plain config stay
+        assert!(repo.join("hooks").exists() && repo.join("config").exists());
+        // reported once: a rescan finds nothing new, the quarantine included
+        assert!(a.after(&scan(&g, &root)).is_empty());
+        // re-created after being moved aside: caught again
+        std::fs::create_dir_all(new_pi.join("extensions")).unwrap();
+        std::fs::write(new_pi.join("extensions/x.ts"), "").unwrap();
+        let again = a.after(&scan(&g, &root));
+        assert_eq!(again.len(), 1, "{again:?}");
+        assert_eq!(again[0].path, new_pi);
+    }
+
+    #[test]
+    fn a_live_hook_or_a_dangerous_config_is_moved_aside() {
+        let (_t, root, g) = setup();
+        let mut a = auditor(&g);
+        a.baseline(&scan(&g, &root));
+        let git = root.join("r/.git");
+        std::fs::create_dir_all(git.join("hooks")).unwrap();
+        std::fs::write(git.join("hooks/pre-commit"), "#!/bin/sh\ncurl evil").unwrap();
+        std::fs::write(git.join("config"), "[core]\n\thooksPath = /tmp/h\n").unwrap();
+        // a bare repository made by the command: its hooks run when the user pushes to it
+        let bare = root.join("bare.git");
+        for d in ["objects", "refs", "hooks"] {
+            std::fs::create_dir_all(bare.join(d)).unwrap();
+        }
+        std::fs::write(bare.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(bare.join("hooks/pre-receive"), "#!/bin/sh\nevil").unwrap();
+        let found = a.after(&scan(&g, &root));
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert!(!git.join("hooks").exists() && !git.join("config").exists());
+        assert!(!bare.join("hooks").exists());
+        assert!(
+            found.iter().any(|f| f.why.contains("core.hookspath")),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn a_changed_worktree_commondir_is_moved_aside_and_restored() {
+        let (_t, root, g) = setup();
+        let admin = root.join(".git/worktrees/wt");
+        for d in ["objects", "refs"] {
+            std::fs::create_dir_all(root.join(".git").join(d)).unwrap();
+        }
+        std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::create_dir_all(&admin).unwrap();
+        std::fs::write(admin.join("commondir"), "../..\n").unwrap();
+        let mut a = auditor(&g);
+        a.baseline(&scan(&g, &root));
+        std::fs::write(admin.join("commondir"), "/home/evil/repo\n").unwrap();
+        let found = a.after(&scan(&g, &root));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(
+            std::fs::read_to_string(admin.join("commondir")).unwrap(),
+            "../..\n"
+        );
+        assert!(
+            found[0].why.contains("previous content was put back"),
+            "{}",
+            found[0].why
+        );
+        // git's own `worktree add` writes ../..: accepted
+        let admin2 = root.join(".git/worktrees/wt2");
+        std::fs::create_dir_all(&admin2).unwrap();
+        std::fs::write(admin2.join("commondir"), "../..\n").unwrap();
+        std::fs::write(admin2.join("gitdir"), "/x/.git\n").unwrap();
+        assert!(a.after(&scan(&g, &root)).is_empty());
+    }
+
+    #[test]
+    fn the_users_files_are_left_when_a_command_turns_their_directory_into_a_git_dir() {
+        let (_t, root, g) = setup();
+        let sub = root.join("sub");
+        std::fs::create_dir_all(sub.join("hooks")).unwrap();
+        std::fs::write(sub.join("config"), "[core]\n\thooksPath = mine\n").unwrap();
+        std::fs::write(sub.join("hooks/build.sh"), "#!/bin/sh\n").unwrap();
+        // older than the baseline by more than a clock tick, as a user's files are
+        std::thread::sleep(Duration::from_millis(20));
+        let mut a = auditor(&g);
+        a.baseline(&scan(&g, &root));
+        // the command makes sub a git dir: the user's config and hooks are covered now
+        std::fs::create_dir_all(sub.join("objects")).unwrap();
+        std::fs::create_dir_all(sub.join("refs")).unwrap();
+        std::fs::write(sub.join("commondir"), "../elsewhere\n").unwrap();
+        let found = a.after(&scan(&g, &root));
+        let mut paths: Vec<&Path> = found.iter().map(|f| f.path.as_path()).collect();
+        paths.sort();
+        // its config sets core.hooksPath: what made the folder a git dir goes, their files
+        // stay where they are
+        assert_eq!(
+            paths,
+            [sub.join("commondir"), sub.join("objects"), sub.join("refs")],
+            "{found:?}"
+        );
+        assert!(found.iter().all(|f| !f.blocking && f.moved_to.is_some()));
+        assert!(sub.join("config").exists() && sub.join("hooks/build.sh").exists());
+        // in another directory, a hook planted into the user's `hooks` by the same command
+        // that makes it a git dir changes that directory: it is judged, and moved
+        let other = root.join("other");
+        std::fs::create_dir_all(other.join("hooks")).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let mut a = auditor(&g);
+        a.baseline(&scan(&g, &root));
+        std::fs::write(other.join("hooks/pre-commit"), "#!/bin/sh\nevil\n").unwrap();
+        std::fs::create_dir_all(other.join("objects")).unwrap();
+        std::fs::create_dir_all(other.join("refs")).unwrap();
+        let found = a.after(&scan(&g, &root));
+        assert!(
+            found.iter().any(|f| f.path == other.join("hooks")),
+            "{found:?}"
+        );
+        assert!(!other.join("hooks").exists());
+    }
+
+    /// The audit as `Session::audit_after_command` runs it: the structural passes until they
+    /// move nothing, then everything else.
+    fn audit(a: &mut Auditor, g: &Guard, root: &Path) -> Vec<Finding> {
+        let mut found = Vec::new();
+        for pass in 0.. {
+            assert!(pass < 8, "the structural passes do not end: {found:?}");
+            let structural = a.after_structural(&scan(g, root));
+            let moved = structural.iter().any(|f| f.moved_to.is_some());
+            found.extend(structural);
+            if !moved {
+                break;
+            }
+        }
+        found.extend(a.after(&scan(g, root)));
+        found
+    }
+
+    fn mkfifo(path: &Path) {
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "{path:?}");
+    }
+
+    fn git_dir(path: &Path) {
+        for d in ["objects", "refs"] {
+            std::fs::create_dir_all(path.join(d)).unwrap();
+        }
+        std::fs::write(path.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    }
+
+    #[test]
+    fn a_config_is_judged_as_git_reads_it() {
+        let (_t, root, g) = setup();
+        let sub = root.join(".git/modules/s");
+        git_dir(&root.join(".git"));
+        git_dir(&sub);
+        std::fs::write(sub.join("config"), "[core]\n\thooksPath = mine\n").unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let mut a = auditor(&g);
+        a.baseline(&scan(&g, &root));
+        // a new repository's config: read to the first `]`, the old parser saw remote.*.url
+        let r1 = root.join("r1/.git");
+        git_dir(&r1);
+        let escape = "[remote \"a]url=x\"] [core] fsmonitor = touch /tmp/pwned\n";
+        std::fs::write(r1.join("config"), escape).unwrap();
+        // a config git cannot read
+        let r2 = root.join("r2/.git");
+        git_dir(&r2);
+        std::fs::write(r2.join("config"), "[core]\n\tbare = \"open\n").unwrap();
+        // the submodule's config rewritten as git would (the user's key, reformatted, and
+        // core.worktree), then with the escape appended
+        let sub_config = "[core]\n  hookspath=mine\n  worktree = ../../../s\n";
+        std::fs::write(sub.join("config"), sub_config).unwrap();
+        let first = audit(&mut a, &g, &root);
+        assert!(
+            first.iter().all(|f| f.path != sub.join("config")),
+            "{first:?}"
+        );
+        std::fs::write(sub.join("config"), format!("{sub_config}{escape}")).unwrap();
+        let found = [first, audit(&mut a, &g, &root)].concat();
+        let why = |p: &Path| {
+            let f = found.iter().find(|f| f.path == p).expect("judged");
+            assert!(f.moved_to.is_some(), "{f:?}");
+            f.why.clone()
+        };
+        assert!(why(&r1.join("config")).contains("core.fsmonitor"));
+        let e = why(&r2.join("config"));
+        assert!(
+            e.contains("git cannot read it") && e.contains(&*r2.to_string_lossy()),
+            "{e}"
+        );
+        assert!(why(&sub.join("config")).contains("core.fsmonitor"));
+        // the user's content put back
+        assert_eq!(
+            std::fs::read_to_string(sub.join("config")).unwrap(),
+            sub_config
+        );
+    }
+
+    #[test]
+    fn a_fifo_where_git_expects_a_file_is_moved_aside_without_blocking() {
+        let (_t, root, g) = setup();
+        let admin = root.join(".git/worktrees/wt");
+        git_dir(&root.join(".git"));
+        std::fs::create_dir_all(&admin).unwrap();
+        std::fs::write(admin.join("config.worktree"), "").unwrap();
+        std::fs::write(admin.join("commondir"), "../..\n").unwrap();
+        std::fs::write(admin.join("gitdir"), "/x/.git\n").unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let mut a = auditor(&g);
+        a.baseline(&scan(&g, &root));
+        let r = root.join("r/.git");
+        git_dir(&r);
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        let fifos = [
+            r.join("config"),
+            root.join("sub/.git"),
+            // replacing a file that was empty: its fingerprint says what it is now
+            admin.join("config.worktree"),
+            admin.join("commondir"),
+        ];
+        for f in &fifos {
+            let _ = std::fs::remove_file(f);
+            mkfifo(f);
+        }
+        let started = std::time::Instant::now();
+        let found = audit(&mut a, &g, &root);
+        assert!(started.elapsed() < Duration::from_secs(20));
+        for f in &fifos {
+            let finding = found
+                .iter()
+                .find(|x| x.path == *f)
+                .unwrap_or_else(|| panic!("{f:?}: {found:?}"));
+            assert!(
+                finding.moved_to.is_some() && !finding.blocking,
+                "{finding:?}"
+            );
+            assert!(finding.why.contains("it is a FIFO"), "{}", finding.why);
+            assert!(std::fs::symlink_metadata(f).is_ok_and(|m| m.is_file()) || !f.exists());
+        }
+        // the file that was there is put back
+        assert_eq!(
+            std::fs::read_to_string(admin.join("commondir")).unwrap(),
+            "../..\n"
+        );
+    }
+
+    #[test]
+    fn a_worktree_commondir_is_compared_as_git_reads_it() {
+        let (_t, root, g) = setup();
+        git_dir(&root.join(".git"));
+        let mut a = auditor(&g);
+        a.baseline(&scan(&g, &root));
+        // git reads `../.. ` as a directory named `.. ` beside the admin dirs; CR/LF and
+        // what follows a NUL it does not read
+        for (name, text, kept) in [
+            ("a", "../.. \n", false),
+            ("b", " ../..", false),
+            ("c", "../..\r\n", true),
+            ("d", "../..\0/elsewhere\n", true),
+        ] {
+            let admin = root.join(".git/worktrees").join(name);
+            std::fs::create_dir_all(&admin).unwrap();
+            std::fs::write(admin.join("commondir"), text).unwrap();
+            let found = audit(&mut a, &g, &root);
+            assert_eq!(found.is_empty(), kept, "{text:?}: {found:?}");
+        }
+    }
+
+    #[test]
+    fn a_users_commondir_is_left_when_the_command_changes_the_entry_covering_it() {
+        let (_t, root, g) = setup();
+        // the user's directory `x/worktrees/pkg` holds a file named commondir: pkg is a git
+        // dir, its commondir kept read-only (not compared by content)
+        let pkg = root.join("x/worktrees/pkg");
+        std::fs::create_dir_all(&pkg).unwrap();
+        std::fs::write(pkg.join("commondir"), "the user's notes\n").unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let mut a = auditor(&g);
+        a.baseline(&scan(&g, &root));
+        // the command makes x a git dir (pkg/commondir is now a worktree's commondir there,
+        // compared by content) and plants a config in pkg
+        std::fs::write(root.join("x/commondir"), "../elsewhere\n").unwrap();
+        std::fs::write(pkg.join("config"), "[core]\n\thooksPath = /x\n").unwrap();
+        let found = audit(&mut a, &g, &root);
+        let mut paths: Vec<&Path> = found.iter().map(|f| f.path.as_path()).collect();
+        paths.sort();
+        assert_eq!(
+            paths,
+            [root.join("x/commondir"), pkg.join("config")],
+            "{found:?}"
+        );
+        assert!(found.iter().all(|f| f.moved_to.is_some()), "{found:?}");
+        assert_eq!(
+            std::fs::read_to_string(pkg.join("commondir")).unwrap(),
+            "the user's notes\n"
+        );
+        assert!(!pkg.join("config").exists() && !root.join("x/commondir").exists());
+        // the other way round: y stops being a git dir (its refs removed), and pkg's
+        // commondir, compared by content until now, is the user's file as it was
+        for d in ["objects", "refs"] {
+            std::fs::create_dir_all(root.join("y").join(d)).unwrap();
+        }
+        std::fs::create_dir_all(root.join("y/worktrees/pkg")).unwrap();
+        std::fs::write(root.join("y/worktrees/pkg/commondir"), "../..\n").unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let mut a = auditor(&g);
+        a.baseline(&scan(&g, &root));
+        std::fs::remove_dir(root.join("y/refs")).unwrap();
+        assert_eq!(audit(&mut a, &g, &root), vec![]);
+        assert!(root.join("y/worktrees/pkg/commondir").exists());
+    }
+
+    #[test]
+    fn a_dangling_protected_links_target_made_by_the_command_is_moved_once() {
+        let (_t, root, g) = setup();
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::create_dir_all(root.join("b")).unwrap();
+        // sub/.pi points at a file that does not exist yet (and is named like a git pointer)
+        std::os::unix::fs::symlink("../b/commondir", root.join("sub/.pi")).unwrap();
+        let mut a = auditor(&g);
+        a.baseline(&scan(&g, &root));
+        std::fs::write(root.join("b/commondir"), "../elsewhere\n").unwrap();
+        let first = a.after_structural(&scan(&g, &root));
+        assert_eq!(first.len(), 1, "{first:?}");
+        assert!(first[0].moved_to.is_some());
+        // nothing is put back in its place (there was nothing), so nothing comes back
+        assert!(!root.join("b/commondir").exists());
+        assert!(a.after_structural(&scan(&g, &root)).is_empty());
+        assert!(a.after(&scan(&g, &root)).is_empty());
+    }
+
+    #[test]
+    fn a_file_that_is_also_a_protected_links_target_is_compared_as_itself() {
+        let (_t, root, g) = setup();
+        let admin = root.join(".git/worktrees/wt");
+        for d in ["objects", "refs"] {
+            std::fs::create_dir_all(root.join(".git").join(d)).unwrap();
+        }
+        std::fs::create_dir_all(&admin).unwrap();
+        std::fs::write(
+            admin.join("config.worktree"),
+            "[core]\n\thooksPath = mine\n",
+        )
+        .unwrap();
+        // a `.env` (denyWrite) link whose target is that file: two entries for one path
+        std::os::unix::fs::symlink(admin.join("config.worktree"), root.join(".env")).unwrap();
+        let mut a = auditor(&g);
+        a.baseline(&scan(&g, &root));
+        // nothing changed: nothing to judge, the user's config stays
+        assert_eq!(a.after(&scan(&g, &root)), vec![]);
+        assert!(admin.join("config.worktree").exists());
+    }
+
+    #[test]
+    fn what_cannot_be_moved_blocks_until_it_is_gone() {
+        let (_t, root, g) = setup();
+        // /proc allows no new directory: the quarantine cannot be made
+        let stuck = PathBuf::from("/proc/self/status");
+        let pi_entry = crate::policy::protected::TABLE
+            .iter()
+            .find(|e| e.what == ".pi directory")
+            .unwrap();
+        let found = Found {
+            path: stuck.clone(),
+            why: Protection::Surface(crate::policy::protected::Hit {
+                entry: pi_entry,
+                root: stuck.clone(),
+            }),
+            fingerprint: vec![],
+        };
+        let mut a = auditor(&g);
+        a.baseline(&scan(&g, &root));
+        let now = Scan {
+            protected: vec![found],
+            ..Default::default()
+        };
+        let f = a.after(&now);
+        assert!(f[0].blocking && f[0].moved_to.is_none(), "{f:?}");
+        assert!(f[0].why.contains("bash stays blocked"));
+        assert_eq!(a.retry_blocked().len(), 1);
+        assert_eq!(a.retry_blocked().len(), 1, "still there, still blocking");
+    }
+
+    #[test]
+    fn what_an_earlier_command_of_the_session_wrote_is_not_the_users() {
+        let (_t, root, g) = setup();
+        let mut a = auditor(&g);
+        // a hook written by the write tool before the session's first command
+        let r = root.join("r");
+        std::fs::create_dir_all(r.join("hooks")).unwrap();
+        std::fs::write(r.join("hooks/pre-commit"), "#!/bin/sh\nevil\n").unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        // first command: a config in that plain directory (nothing to judge yet)
+        a.baseline(&scan(&g, &root));
+        std::fs::write(r.join("config"), "[core]\n\tfsmonitor = evil\n").unwrap();
+        assert_eq!(a.after(&scan(&g, &root)), vec![]);
+        // long after, the next command makes r a git dir: both are judged as the command's
+        std::thread::sleep(Duration::from_millis(20));
+        a.baseline(&scan(&g, &root));
+        std::fs::create_dir_all(r.join("objects")).unwrap();
+        std::fs::create_dir_all(r.join("refs")).unwrap();
+        let found = audit(&mut a, &g, &root);
+        let mut paths: Vec<&Path> = found.iter().map(|f| f.path.as_path()).collect();
+        paths.sort();
+        assert_eq!(paths, [r.join("config"), r.join("hooks")], "{found:?}");
+        assert!(!r.join("config").exists() && !r.join("hooks").exists());
+    }
+
+    #[test]
+    fn a_folder_named_like_an_old_quarantine_is_judged_like_any_other() {
+        let (_t, root, g) = setup();
+        let mut a = auditor(&g);
+        a.baseline(&scan(&g, &root));
+        // a bare repository with a live hook, inside a folder named as quarantines once were
+        let bare = root.join(".pi-sandbox-quarantine-AAAAAAAAAAAA/remote.git");
+        for d in ["objects", "refs", "hooks"] {
+            std::fs::create_dir_all(bare.join(d)).unwrap();
+        }
+        std::fs::write(bare.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(bare.join("hooks/pre-receive"), "#!/bin/sh\nevil\n").unwrap();
+        let found = audit(&mut a, &g, &root);
+        assert!(
+            found.iter().any(|f| f.path == bare.join("hooks")),
+            "{found:?}"
+        );
+        assert!(!bare.join("hooks/pre-receive").exists());
+    }
+
+    #[test]
+    fn a_gitfile_into_modules_is_trusted_only_through_gits_back_link() {
+        let (_t, root, g) = setup();
+        for d in ["objects", "refs"] {
+            std::fs::create_dir_all(root.join(".git").join(d)).unwrap();
+        }
+        // the user's submodule git dir: its core.worktree names ../../../lib
+        let module = root.join(".git/modules/lib");
+        for d in ["objects", "refs", "hooks"] {
+            std::fs::create_dir_all(module.join(d)).unwrap();
+        }
+        std::fs::write(module.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(module.join("config"), "[core]\n\tworktree = ../../../lib\n").unwrap();
+        std::fs::create_dir_all(root.join("lib")).unwrap();
+        std::fs::create_dir_all(root.join("other")).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let mut a = auditor(&g);
+        a.baseline(&scan(&g, &root));
+        // git's own gitfile in lib, and a planted one in other pointing at the same git dir
+        std::fs::write(root.join("lib/.git"), "gitdir: ../.git/modules/lib\n").unwrap();
+        std::fs::write(root.join("other/.git"), "gitdir: ../.git/modules/lib\n").unwrap();
+        let found = audit(&mut a, &g, &root);
+        let paths: Vec<&Path> = found.iter().map(|f| f.path.as_path()).collect();
+        assert_eq!(paths, [root.join("other/.git")], "{found:?}");
+        assert!(root.join("lib/.git").exists());
+    }
+
+    #[test]
+    fn the_first_sessions_time_is_recorded_once_and_kept() {
+        let t = tempfile::tempdir().unwrap();
+        let agent = t.path().join("agent");
+        let first = first_session_time(&agent).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(first_session_time(&agent), Some(first));
+        // a record that cannot be read: nothing is the user's
+        std::fs::write(agent.join("sandbox-first-session"), "garbage").unwrap();
+        assert_eq!(first_session_time(&agent), None);
+    }
+}
