@@ -7,6 +7,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { makeWorld, runPi, runPiRpc } from "./helpers/pi-run.mjs";
 
@@ -324,6 +325,62 @@ test("extensions pi's settings load are protected with the folder they import fr
   assert.equal(existsSync(p("later/ext.ts")), false);
   const loaded = existsSync(p("vendor/pkg/index.ts")) ? readFileSync(p("vendor/pkg/index.ts"), "utf8") : ext;
   assert.equal(loaded, ext, "pi would load a package the command put in place of the listed one");
+});
+
+test("what a loaded extension imports is protected too: a package in the project's node_modules and what it depends on, a file outside its folder, one not made yet; and pi's loader caches in the host's /tmp", async (t) => {
+  const w = makeWorld("esc-piimports");
+  t.after(w.cleanup);
+  const p = (rel) => path.join(w.project, rel);
+  mkdirSync(p(".pi/extensions"), { recursive: true });
+  mkdirSync(p("lib"));
+  mkdirSync(p("node_modules/leftpad"), { recursive: true });
+  mkdirSync(p("node_modules/dep-of-leftpad"), { recursive: true });
+  mkdirSync(p("node_modules/unrelated"), { recursive: true });
+  writeFileSync(p("node_modules/leftpad/package.json"), JSON.stringify({ name: "leftpad", dependencies: { "dep-of-leftpad": "1" } }));
+  writeFileSync(p("node_modules/leftpad/index.js"), "module.exports = 1;\n");
+  writeFileSync(p("node_modules/dep-of-leftpad/index.js"), "module.exports = 2;\n");
+  writeFileSync(p("node_modules/unrelated/index.js"), "module.exports = 3;\n");
+  writeFileSync(p("lib/util.ts"), "export const u = 1;\n");
+  // Imports as users write them: a bare package, a relative file with its .js spelling, one not made yet (guarded by a catch).
+  writeFileSync(
+    p(".pi/extensions/tool.ts"),
+    'import pad from "leftpad";\nimport { u } from "../../lib/util.js";\nexport default function () { void pad; void u; try { require("../../lib/later"); } catch {} }\n',
+  );
+  const jiti = path.join(os.tmpdir(), "jiti", "extensions-tool.0123abcd.mjs");
+  const r = await runPi({
+    world: w,
+    script: [
+      [call("write", { path: "node_modules/leftpad/index.js", content: "PWNED" }), call("edit", { path: "lib/util.ts", edits: [{ oldText: "1", newText: "2" }] })],
+      [call("write", { path: jiti, content: "PWNED" }), call("write", { path: "lib/later.ts", content: "PWNED" })],
+      [call("bash", { command: "echo PWNED > node_modules/dep-of-leftpad/index.js; echo d=$?; echo ok > node_modules/unrelated/index.js; echo u=$?; echo x > lib/other.ts; echo o=$?" })],
+    ],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const res = byId(r.results);
+  for (const id of ["call_0_0", "call_0_1", "call_1_0", "call_1_1"]) assert.match(res[id], /pi extension/, id);
+  assert.match(res.call_2_0, /d=1/);
+  assert.match(res.call_2_0, /u=0/, "a package no extension imports stays writable");
+  assert.match(res.call_2_0, /o=0/, "files beside an imported one stay writable");
+  assert.equal(readFileSync(p("node_modules/leftpad/index.js"), "utf8"), "module.exports = 1;\n");
+  assert.equal(readFileSync(p("lib/util.ts"), "utf8"), "export const u = 1;\n");
+  assert.equal(existsSync(jiti), false);
+  assert.equal(existsSync(p("lib/later.ts")), false);
+});
+
+test("a listed folder that holds the project: what pi would look for in the project's folder is protected", async (t) => {
+  const w = makeWorld("esc-pilisted");
+  t.after(w.cleanup);
+  const r = await runPi({
+    world: w,
+    settings: { extensions: [w.root] },
+    script: [[call("write", { path: "package.json", content: JSON.stringify({ pi: { extensions: ["./evil.ts"] } }) }), call("write", { path: "index.ts", content: "PWNED" }), call("write", { path: "src/ok.ts", content: "fine" })]],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const res = byId(r.results);
+  assert.match(res.call_0_0, /pi extension/);
+  assert.match(res.call_0_1, /pi extension/);
+  assert.doesNotMatch(res.call_0_2, /pi extension|Blocked/);
+  assert.equal(existsSync(path.join(w.project, "package.json")), false);
 });
 
 test("a project that is itself an extension pi's settings load is kept read-only, and the session says so at its start", async (t) => {

@@ -12,7 +12,6 @@ import {
 	createReadToolDefinition,
 	createLocalBashOperations,
 	createWriteToolDefinition,
-	DefaultPackageManager,
 	getAgentDir,
 	SettingsManager,
 } from "@mariozechner/pi-coding-agent";
@@ -27,7 +26,8 @@ import type {
 	ToolDefinition,
 	WriteOperations,
 } from "@mariozechner/pi-coding-agent";
-import type { CommandPrompt, Decision, GuardPrompt, NetworkAnswer, NetworkMode, NetworkQuestion, PiExtension, PreparedCommand } from "../index.js";
+import type { CommandPrompt, Decision, GuardPrompt, NetworkAnswer, NetworkMode, NetworkQuestion, PreparedCommand } from "../index.js";
+import { piLoadsOf } from "./pi-loads.ts";
 import { narrowHostPath, runPrepared } from "./exec.ts";
 import { addonLoadFailure, choose, escapeWith, notify, show, showStatus, sandboxReport, violationReport } from "./ui.ts";
 import type { FileBackend, SandboxAddon, SandboxHandle } from "./ui.ts";
@@ -118,61 +118,6 @@ function piSessionOf(ctx: ExtensionContext): PiSession {
 	}
 }
 
-/** pi's package manager's own helpers, private in its types but the same in 0.73 and 0.87. */
-type PackageManagerInternals = {
-	parseSource(source: string): { type: string; path?: string };
-	resolvePathFromBase(input: string, baseDir: string): string;
-	getBaseDirForScope(scope: "user" | "project"): string;
-	getNpmInstallPath(parsed: unknown, scope: "user" | "project"): string;
-	getGitInstallPath(parsed: unknown, scope: "user" | "project"): string;
-};
-
-/** A settings entry that filters what a listed path gives (pi's `isPattern`), not a path. */
-const isPattern = (entry: string) => /^[!+-]/.test(entry) || entry.includes("*") || entry.includes("?");
-
-/**
- * The extensions pi loads at its next start, as pi's own package manager resolves its
- * settings (the agent dir's and the project's, trusted or not yet: a later start may load
- * them), with each package's root. Also what a settings entry names that is not there yet
- * (a command could make it). Never installs: a missing package is skipped. `-e` extensions
- * are the user's choice at each start, like any project code they run, and not included.
- */
-async function piLoadsOf(cwd: string): Promise<PiExtension[]> {
-	const agentDir = getAgentDir();
-	// 0.87 reads the project's settings only when told the project is trusted.
-	const create = SettingsManager.create as (cwd: string, agentDir: string, options: object) => SettingsManager;
-	const settingsManager = create(cwd, agentDir, { projectTrusted: true });
-	const pm = new DefaultPackageManager({ cwd, agentDir, settingsManager });
-	const internals = pm as unknown as PackageManagerInternals;
-	const loads: PiExtension[] = [];
-	const resolved = await pm.resolve(async () => "skip");
-	for (const r of resolved.extensions) {
-		loads.push({ path: r.path, packageRoot: r.metadata.origin === "package" ? r.metadata.baseDir : undefined });
-	}
-	const scopes = [
-		["user", settingsManager.getGlobalSettings(), agentDir],
-		["project", settingsManager.getProjectSettings(), path.join(cwd, ".pi")],
-	] as const;
-	for (const [scope, settings, baseDir] of scopes) {
-		for (const entry of settings.extensions ?? []) {
-			if (typeof entry === "string" && !isPattern(entry)) loads.push({ path: internals.resolvePathFromBase(entry, baseDir) });
-		}
-		for (const pkg of settings.packages ?? []) {
-			const parsed = internals.parseSource(typeof pkg === "string" ? pkg : pkg.source);
-			const root =
-				parsed.type === "local" && parsed.path
-					? internals.resolvePathFromBase(parsed.path, internals.getBaseDirForScope(scope))
-					: parsed.type === "npm"
-						? internals.getNpmInstallPath(parsed, scope)
-						: parsed.type === "git"
-							? internals.getGitInstallPath(parsed, scope)
-							: undefined;
-			if (root) loads.push({ path: root, packageRoot: parsed.type === "local" ? undefined : root });
-		}
-	}
-	return loads;
-}
-
 export default function sandboxExtension(pi: ExtensionAPI) {
 	const { addon, error: addonError } = loadAddon();
 	escapeWith(addon);
@@ -183,8 +128,8 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 	let sessionId: string | undefined;
 	/** Where pi keeps the session's transcript: protected, and what else is there hidden. */
 	let piSession: PiSession = {};
-	/** Why pi's package manager could not say which extensions pi loads, if it could not. */
-	let piLoadsError: string | undefined;
+	/** What could not be learnt about the code pi loads at start (see pi-loads.ts). */
+	let piLoadsErrors: string[] = [];
 	/** The context of the last event, to ask the user from bash's exec (which has none). */
 	let uiCtx: ExtensionContext | undefined;
 	const sandboxFor = (cwd: string, ctx?: ExtensionContext): Promise<SandboxHandle> => {
@@ -196,11 +141,11 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 			loaded = {
 				key,
 				sandbox: piLoadsOf(cwd)
-					.catch((e) => {
-						piLoadsError = (e as Error)?.message ?? String(e);
-						return [];
+					.catch((e) => ({ loads: [], errors: [(e as Error)?.message ?? String(e)] }))
+					.then(({ loads, errors }) => {
+						piLoadsErrors = errors;
+						return addon.Sandbox.loadAsync({ cwd, sessionId, ...session, piExtensions: loads });
 					})
-					.then((piExtensions) => addon.Sandbox.loadAsync({ cwd, sessionId, ...session, piExtensions }))
 					.then((s) => withNetworkPrompts(withFlagMode(addon, s, ctx))),
 			};
 		}
@@ -521,8 +466,8 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		}
 		const s = await session(ctx);
 		if (s?.error) notify(ctx, `pi-sandbox-rs: ${s.error.message}`, "error");
-		if (piLoadsError) {
-			notify(ctx, `pi-sandbox-rs: could not learn which extensions pi's settings load (${show.text(piLoadsError)}): only pi's own extension folders are kept from the agent.`, "warning");
+		if (piLoadsErrors.length > 0) {
+			notify(ctx, `pi-sandbox-rs: could not learn all the code pi loads at start (${show.text(piLoadsErrors.join("; "))}): what was learnt is kept from the agent, the rest is not.`, "warning");
 		}
 		const kept = s?.keptNotice;
 		if (kept) notify(ctx, `pi-sandbox-rs: ${kept}`, "warning");

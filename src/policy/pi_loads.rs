@@ -37,19 +37,31 @@ pub(crate) struct Kept {
 pub(crate) struct Narrowed {
     pub extension: PathBuf,
     pub folder: PathBuf,
+    /// What is kept instead of the folder.
+    pub kept: Vec<PathBuf>,
 }
 
-/// The folder pi loads `load` with (see the module comment).
-fn folder_of(load: &PiLoad) -> PathBuf {
-    if let Some(root) = &load.package_root {
-        return root.clone();
-    }
-    match std::fs::metadata(&load.path) {
-        Ok(m) if m.is_file() => load
-            .path
+/// The folder a file or folder pi loads is kept with (see the module comment).
+fn folder_of(path: &Path) -> PathBuf {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => path
             .parent()
-            .map_or_else(|| load.path.clone(), Path::to_path_buf),
-        _ => load.path.clone(),
+            .map_or_else(|| path.to_path_buf(), Path::to_path_buf),
+        _ => path.to_path_buf(),
+    }
+}
+
+/// The folders `load` is kept with: its package's root, and the folder of the file itself
+/// when that lies outside the root (a manifest may name `../x/ext.ts`).
+fn folders_of(load: &PiLoad) -> Vec<PathBuf> {
+    let Some(root) = &load.package_root else {
+        return vec![folder_of(&load.path)];
+    };
+    let (path, root) = (lexical_normalize(&load.path), lexical_normalize(root));
+    if is_under(&path, &root) {
+        vec![root]
+    } else {
+        vec![root, folder_of(&load.path)]
     }
 }
 
@@ -76,24 +88,50 @@ fn keep(path: &Path, writable: &[PathBuf], out: &mut Vec<PathBuf>) {
     out.extend(links);
 }
 
+/// What pi would load from the folders inside a listed folder (`listed`) that hold the
+/// writable trees: pi looks in each folder directly inside for a package.json manifest, else
+/// an index.ts or index.js. Those names, there or not yet.
+fn entry_names_on_the_way(listed: &Path, writable: &[PathBuf]) -> Vec<PathBuf> {
+    let real = followed(listed).0;
+    writable
+        .iter()
+        .filter_map(|w| w.strip_prefix(&real).ok()?.components().next())
+        .flat_map(|first| {
+            let child = real.join(first);
+            ["package.json", "index.ts", "index.js"].map(|n| child.join(n))
+        })
+        .collect()
+}
+
 /// The places kept for `loads`; `writable` (canonical) are the project and allowWrite roots.
 pub(crate) fn protected_places(loads: &[PiLoad], writable: &[PathBuf], home: &Path) -> Kept {
     let mut kept = Kept::default();
     for load in loads {
-        let folder = folder_of(load);
-        if !holds_writable(&followed(&folder).0, writable, home) {
-            keep(&folder, writable, &mut kept.places);
-            continue;
+        for folder in folders_of(load) {
+            if !holds_writable(&followed(&folder).0, writable, home) {
+                keep(&folder, writable, &mut kept.places);
+                continue;
+            }
+            // Kept instead: the file itself, or for a listed folder holding the project, what
+            // pi would look for in the folder inside it that holds the project.
+            let instead = if folder != load.path {
+                vec![load.path.clone()]
+            } else {
+                entry_names_on_the_way(&folder, writable)
+            };
+            let instead: Vec<PathBuf> = instead
+                .into_iter()
+                .filter(|p| !holds_writable(&followed(p).0, writable, home))
+                .collect();
+            for p in &instead {
+                keep(p, writable, &mut kept.places);
+            }
+            kept.narrowed.push(Narrowed {
+                extension: load.path.clone(),
+                folder,
+                kept: instead,
+            });
         }
-        // A listed folder that holds the project (`~/dev` for `~/dev/proj`) is skipped: pi
-        // named what it loads from there one by one (each is a load of its own).
-        if folder != load.path && !holds_writable(&followed(&load.path).0, writable, home) {
-            keep(&load.path, writable, &mut kept.places);
-        }
-        kept.narrowed.push(Narrowed {
-            extension: load.path.clone(),
-            folder,
-        });
     }
     kept.places.sort();
     kept.places.dedup();
@@ -152,10 +190,30 @@ mod tests {
         );
         assert_eq!(kept.places, vec![r.join("home/dev/ext.ts")]);
         assert_eq!(kept.narrowed[0].folder, r.join("home/dev"));
-        // The home itself is never kept whole; a listed folder holding the project, not at all.
+        // A listed folder holding the project: what pi looks for in the project's folder.
         let kept = protected_places(&[load(r.join("home/dev"))], &writable, &r.join("home"));
-        assert!(kept.places.is_empty());
-        assert_eq!(kept.narrowed.len(), 1);
+        let proj = r.join("home/dev/proj");
+        let names = ["index.js", "index.ts", "package.json"].map(|n| proj.join(n));
+        assert_eq!(kept.places, names.to_vec());
+        assert_eq!(kept.narrowed[0].kept.len(), 3);
+        // The home itself is never kept whole.
+        let kept = protected_places(&[load(r.join("home/x.ts"))], &writable, &r.join("home"));
+        assert_eq!(kept.places, vec![r.join("home/x.ts")]);
+    }
+
+    #[test]
+    fn a_package_file_outside_its_root_keeps_its_own_folder_too() {
+        let (_t, r) = world();
+        std::fs::write(r.join("home/proj/tools/ext.ts"), "").unwrap();
+        let loads = [PiLoad {
+            path: r.join("home/pkg/../proj/tools/ext.ts"),
+            package_root: Some(r.join("home/pkg")),
+        }];
+        let kept = protected_places(&loads, &[r.join("home/proj")], &r.join("home"));
+        assert_eq!(
+            kept.places,
+            vec![r.join("home/pkg"), r.join("home/proj/tools")]
+        );
     }
 
     #[test]

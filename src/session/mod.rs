@@ -1866,10 +1866,12 @@ impl Session {
             ));
         }
         for n in guard.pi_loads_narrowed() {
+            let kept: Vec<String> = n.kept.iter().map(|p| p.display().to_string()).collect();
             out.push(format!(
-                "pi loads the extension {} at its start (its settings list it). Its folder {} holds this project, so only that file is kept: what it imports from beside it stays writable to commands. Move the extension to a folder of its own.",
+                "pi loads {} at its start (its settings list it), and its folder {} holds this project: only {} kept from commands, not the rest of that folder. Move the extension to a folder of its own.",
                 n.extension.display(),
-                n.folder.display()
+                n.folder.display(),
+                if kept.is_empty() { "what it imports is".to_string() } else { format!("{} and what it imports are", kept.join(", ")) }
             ));
         }
         (!out.is_empty()).then(|| out.join("\n"))
