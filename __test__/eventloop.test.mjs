@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
-import { mkdirSync, readdirSync } from "node:fs";
+import { mkdirSync, readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { makeWorld, repo } from "./helpers/pi-run.mjs";
 
@@ -31,12 +31,22 @@ test(`the main thread keeps ticking while a command is prepared and audited amon
   assert.equal(readdirSync(path.join(w.project, "src")).length, Math.ceil(FILES / PER_DIR));
   mkdirSync(path.join(w.project, "src", "d1", "x"), { recursive: true });
 
+  // A tick late because the main thread waited for a CPU (other processes, the index's own
+  // threads on 2 cores) says nothing about the addon: the kernel counts that wait
+  // (schedstat's second field), and only the rest of the lateness is the main thread's.
+  const schedstat = `/proc/self/task/${process.pid}/schedstat`;
+  const waited = () => Number(readFileSync(schedstat, "utf8").split(" ")[1]) / 1e6;
   let worst = 0;
+  let worstRaw = 0;
   let last = performance.now();
+  let lastWait = waited();
   const ticker = setInterval(() => {
     const now = performance.now();
-    worst = Math.max(worst, now - last - 10);
+    const wait = waited();
+    worstRaw = Math.max(worstRaw, now - last - 10);
+    worst = Math.max(worst, now - last - 10 - (wait - lastWait));
     last = now;
+    lastWait = wait;
   }, 10);
   try {
     const rssBefore = process.memoryUsage().rss;
@@ -64,7 +74,7 @@ test(`the main thread keeps ticking while a command is prepared and audited amon
     assert.ok(second.findings.some((f) => /src\/d2\/y\/\.pi was created or changed by the command/.test(f)), JSON.stringify(second.findings));
     t.diagnostic(
       `${FILES} files (${s.indexStatus}): first command (index built meanwhile) ${first.took.toFixed(0)} ms, second ${second.took.toFixed(0)} ms; ` +
-        `process memory +${(rss / 1048576).toFixed(1)} MiB; the 10 ms interval was at worst ${worst.toFixed(1)} ms late`,
+        `process memory +${(rss / 1048576).toFixed(1)} MiB; the 10 ms interval was at worst ${worst.toFixed(1)} ms late, not counting waits for a CPU (${worstRaw.toFixed(1)} ms counting them)`,
     );
   } finally {
     clearInterval(ticker);
