@@ -1249,5 +1249,4 @@ fn anchor_pattern(
 }
 
 #[cfg(test)]
-#[path = "guard_tests.rs"]
 mod tests;
