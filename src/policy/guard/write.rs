@@ -32,14 +32,57 @@ impl Guard {
                 self.is_git_dir_for_writes(p, &mut git_dirs)
             }
         };
-        let surface = self.control_surface(path, &mut is_git_dir);
+        if let Some(d) = self.write_to_mandatory(path, &shown, steps, &mut is_git_dir, &make) {
+            return d;
+        }
+        if let Some(d) = self.write_denied(path, &shown, steps, &mut is_git_dir, &make) {
+            return d;
+        }
+        let allow = self.allow_write_root(path);
+        steps.push(|| Step {
+            rule: "allowWrite".into(),
+            source: allow
+                .map(|d| d.source.clone())
+                .unwrap_or_else(|| "all layers".into()),
+            matched: allow.is_some(),
+        });
+        if let Some(d) =
+            self.write_to_env_file(path, &shown, env_alias, allow.is_some(), steps, &make)
+        {
+            return d;
+        }
+        if let Some(dir) = allow {
+            return make(
+                Verdict::Allow,
+                format!("allowWrite entry '{}'", crate::shown::name(&dir.raw)),
+                dir.source.clone(),
+                format!(
+                    "Write to {shown} is allowed by allowWrite entry '{}' from {}.",
+                    crate::shown::name(&dir.raw),
+                    dir.source
+                ),
+            );
+        }
+        self.write_outside(&shown, &make)
+    }
+
+    /// pi's control surface and the git paths around it: never writable, whatever the config.
+    fn write_to_mandatory(
+        &self,
+        path: &Path,
+        shown: &str,
+        steps: &mut Trace,
+        is_git_dir: &mut dyn FnMut(&Path) -> bool,
+        make: &impl Fn(Verdict, String, String, String) -> Decision,
+    ) -> Option<Decision> {
+        let surface = self.control_surface(path, is_git_dir);
         steps.push(|| Step {
             rule: "pi control surface".into(),
             source: Source::Mandatory.to_string(),
             matched: surface.is_some(),
         });
         if let Some(hit) = surface {
-            return make(
+            return Some(make(
                 Verdict::Deny,
                 surface_label(&hit),
                 Source::Mandatory.to_string(),
@@ -48,7 +91,7 @@ impl Guard {
                     surface_label(&hit),
                     hit.entry.why
                 ),
-            );
+            ));
         }
         let git_path = self.git_path(path);
         steps.push(|| Step {
@@ -71,19 +114,31 @@ impl Guard {
                     g.why
                 ),
             };
-            return make(
+            return Some(make(
                 Verdict::Deny,
                 git_path_label(&g),
                 Source::Mandatory.to_string(),
                 reason,
-            );
+            ));
         }
+        None
+    }
+
+    /// denyRead (a hidden directory is read-only in bash too), then denyWrite.
+    fn write_denied(
+        &self,
+        path: &Path,
+        shown: &str,
+        steps: &mut Trace,
+        is_git_dir: &mut dyn FnMut(&Path) -> bool,
+        make: &impl Fn(Verdict, String, String, String) -> Decision,
+    ) -> Option<Decision> {
         // A denyRead directory is an empty read-only mask inside bash: nothing can be
         // written into it there, and the file tools must not either.
         let hidden = self.deny_read.first_match(path);
         steps.push(|| rule_step("denyRead (writes into hidden paths)", hidden));
         if let Some(rule) = hidden {
-            return make(
+            return Some(make(
                 Verdict::Deny,
                 rule.label.clone(),
                 rule.source.clone(),
@@ -93,9 +148,9 @@ impl Guard {
                     rule.source,
                     self.where_to_edit(&rule.source)
                 ),
-            );
+            ));
         }
-        let exempt = self.deny_write_exemption(path, &mut is_git_dir);
+        let exempt = self.deny_write_exemption(path, is_git_dir);
         let deny = self
             .deny_write
             .first_match_outside(path, exempt.as_ref().map(|(dir, _)| dir.as_path()));
@@ -108,7 +163,7 @@ impl Guard {
             _ => rule_step("denyWrite", deny),
         });
         if let Some(rule) = deny {
-            return make(
+            return Some(make(
                 Verdict::Deny,
                 rule.label.clone(),
                 rule.source.clone(),
@@ -118,61 +173,63 @@ impl Guard {
                     rule.source,
                     self.where_to_edit(&rule.source)
                 ),
-            );
+            ));
         }
-        let allow = self.allow_write_root(path);
-        steps.push(|| Step {
-            rule: "allowWrite".into(),
-            source: allow
-                .map(|d| d.source.clone())
-                .unwrap_or_else(|| "all layers".into()),
-            matched: allow.is_some(),
-        });
+        None
+    }
+
+    /// An existing env file inside allowWrite, while its reading is not allowed.
+    fn write_to_env_file(
+        &self,
+        path: &Path,
+        shown: &str,
+        env_alias: bool,
+        allowed: bool,
+        steps: &mut Trace,
+        make: &impl Fn(Verdict, String, String, String) -> Decision,
+    ) -> Option<Decision> {
         // An existing env file the user has not allowed reading is hidden in bash; the tools
         // may not overwrite it blind either: the same question as a read.
-        let hidden_env = allow.is_some()
+        let hidden_env = allowed
             && self.masks_env_file_named(path, env_alias)
             && std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file());
-        if allow.is_some() {
+        if allowed {
             steps.push(|| Step {
                 rule: format!("{ENV_FILE_RULE}, existing"),
                 source: format!("PI_SANDBOX_APPROVAL_MODE={}", self.approval.as_str()),
                 matched: hidden_env,
             });
         }
-        if hidden_env {
-            let source = format!("PI_SANDBOX_APPROVAL_MODE={}", self.approval.as_str());
-            return match self.approval {
-                ApprovalMode::Deny => make(
-                    Verdict::Deny,
-                    ENV_FILE_RULE.into(),
-                    source,
-                    format!(
-                        "Blocked write to {shown}: it is an env file, which usually holds secrets, and PI_SANDBOX_APPROVAL_MODE=deny keeps env files away from the agent. Unset it (or set ask) to be asked instead."
-                    ),
-                ),
-                _ => make(
-                    Verdict::Prompt,
-                    ENV_FILE_RULE.into(),
-                    source,
-                    format!(
-                        "Blocked write to {shown}: it is an env file, which usually holds secrets; changing it needs the user's approval, and there is no UI to ask in. Set PI_SANDBOX_APPROVAL_MODE=always to allow it."
-                    ),
-                ),
-            };
+        if !hidden_env {
+            return None;
         }
-        if let Some(dir) = allow {
-            return make(
-                Verdict::Allow,
-                format!("allowWrite entry '{}'", crate::shown::name(&dir.raw)),
-                dir.source.clone(),
+        let source = format!("PI_SANDBOX_APPROVAL_MODE={}", self.approval.as_str());
+        Some(match self.approval {
+            ApprovalMode::Deny => make(
+                Verdict::Deny,
+                ENV_FILE_RULE.into(),
+                source,
                 format!(
-                    "Write to {shown} is allowed by allowWrite entry '{}' from {}.",
-                    crate::shown::name(&dir.raw),
-                    dir.source
+                    "Blocked write to {shown}: it is an env file, which usually holds secrets, and PI_SANDBOX_APPROVAL_MODE=deny keeps env files away from the agent. Unset it (or set ask) to be asked instead."
                 ),
-            );
-        }
+            ),
+            _ => make(
+                Verdict::Prompt,
+                ENV_FILE_RULE.into(),
+                source,
+                format!(
+                    "Blocked write to {shown}: it is an env file, which usually holds secrets; changing it needs the user's approval, and there is no UI to ask in. Set PI_SANDBOX_APPROVAL_MODE=always to allow it."
+                ),
+            ),
+        })
+    }
+
+    /// Outside every allowWrite directory.
+    fn write_outside(
+        &self,
+        shown: &str,
+        make: &impl Fn(Verdict, String, String, String) -> Decision,
+    ) -> Decision {
         let listed: Vec<String> = self
             .allow_write
             .iter()
