@@ -47,110 +47,11 @@ impl Guard {
             session_file: env.session_file.clone(),
             pi_loads: env.pi_loads.clone(),
         };
-        let rule_err =
-            |key: &str, entry: &str, source: &Source, message: String| GuardError::Rule {
-                key: key.to_string(),
-                entry: entry.to_string(),
-                source: source.to_string(),
-                message,
-            };
-
-        // denyRead: paths (directories or files). Globs are refused: the OS layer can only
-        // mask paths, and one policy must mean the same thing in both layers.
         // Rules share directories: resolve each once.
         let mut canon = paths::Canonicalizer::default();
-        let mut deny_read = RuleSetBuilder::default();
-        let mut deny_read_paths = Vec::new();
-        for raw in &config.deny_read.value {
-            if looks_like_pattern(raw) {
-                return Err(rule_err(
-                    "filesystem.denyRead",
-                    raw,
-                    &config.deny_read.source,
-                    "denyRead takes directories or files, not patterns; list the path itself (patterns belong in denyWrite)".into(),
-                ));
-            }
-            let path = canon.resolve(raw, &env.home, &env.cwd)?;
-            let source = config.deny_read.source.to_string();
-            let label = match config.deny_read_reasons.get(raw.as_str()) {
-                Some(why) if config.deny_read.source == Source::Defaults => {
-                    format!("denyRead entry '{}' ({why})", crate::shown::name(raw))
-                }
-                _ => format!("denyRead entry '{}'", crate::shown::name(raw)),
-            };
-            deny_read.literal(
-                &path,
-                Rule {
-                    label,
-                    source: source.clone(),
-                },
-            );
-            deny_read_paths.push(DirRule {
-                path,
-                raw: raw.clone(),
-                source,
-            });
-        }
-
-        // denyWrite: a pattern without '/' matches a file or directory name anywhere; one
-        // with '/' matches the whole path (relative ones from the project root, `**/...`
-        // anywhere).
-        let mut deny_write = RuleSetBuilder::default();
-        let mut deny_write_globs = Vec::new();
-        for raw in &config.deny_write.value {
-            let rule = Rule {
-                label: format!("denyWrite pattern '{}'", crate::shown::name(raw)),
-                source: config.deny_write.source.to_string(),
-            };
-            let bad = |e: globset::Error| {
-                rule_err(
-                    "filesystem.denyWrite",
-                    raw,
-                    &config.deny_write.source,
-                    format!("not a valid glob: {}", e.kind()),
-                )
-            };
-            let trimmed = raw.trim_end_matches('/');
-            if !trimmed.contains('/') {
-                deny_write.name_glob(compile_glob(trimmed).map_err(bad)?, rule);
-                deny_write_globs.push(trimmed.to_string());
-            } else if !has_glob_chars(trimmed) {
-                let path = canon.resolve(trimmed, &env.home, &env.cwd)?;
-                deny_write_globs.push(globset::escape(&path.to_string_lossy()));
-                deny_write.literal(&path, rule);
-            } else {
-                let anchored = anchor_pattern(trimmed, &env, &mut canon)?;
-                deny_write.path_glob(compile_glob(&anchored).map_err(bad)?, rule);
-                deny_write_globs.push(anchored);
-            }
-        }
-
-        // allowWrite: directories only.
-        let mut allow_write = Vec::new();
-        for raw in &config.allow_write.value {
-            if looks_like_pattern(raw) {
-                return Err(rule_err(
-                    "filesystem.allowWrite",
-                    raw,
-                    &config.allow_write.source,
-                    "allowWrite takes directories, not patterns; list the directory itself".into(),
-                ));
-            }
-            allow_write.push(DirRule {
-                path: canon.resolve(raw, &env.home, &env.cwd)?,
-                raw: raw.clone(),
-                source: config.allow_write.source.to_string(),
-            });
-        }
-
-        // The user's answers to write prompts, for this session only.
-        for (raw, source) in &config.session_allow_write {
-            allow_write.push(DirRule {
-                path: canon.resolve(raw, &env.home, &env.cwd)?,
-                raw: raw.clone(),
-                source: source.to_string(),
-            });
-        }
+        let (deny_read, deny_read_paths) = deny_read_rules(config, &env, &mut canon)?;
+        let (deny_write, deny_write_globs) = deny_write_rules(config, &env, &mut canon)?;
+        let mut allow_write = allow_write_rules(config, &env, &mut canon)?;
 
         // A linked worktree's git dirs (outside the workspace) hold git's data for it: writable
         // like the workspace, in both layers. Decided once, at session start, and only through
@@ -197,6 +98,135 @@ impl Guard {
             env,
         })
     }
+}
+
+fn rule_err(key: &str, entry: &str, source: &Source, message: String) -> GuardError {
+    GuardError::Rule {
+        key: key.to_string(),
+        entry: entry.to_string(),
+        source: source.to_string(),
+        message,
+    }
+}
+
+fn deny_read_rules(
+    config: &Config,
+    env: &Env,
+    canon: &mut paths::Canonicalizer,
+) -> Result<(RuleSetBuilder, Vec<DirRule>), GuardError> {
+    // denyRead: paths (directories or files). Globs are refused: the OS layer can only
+    // mask paths, and one policy must mean the same thing in both layers.
+    let mut deny_read = RuleSetBuilder::default();
+    let mut deny_read_paths = Vec::new();
+    for raw in &config.deny_read.value {
+        if looks_like_pattern(raw) {
+            return Err(rule_err(
+                    "filesystem.denyRead",
+                    raw,
+                    &config.deny_read.source,
+                    "denyRead takes directories or files, not patterns; list the path itself (patterns belong in denyWrite)".into(),
+                ));
+        }
+        let path = canon.resolve(raw, &env.home, &env.cwd)?;
+        let source = config.deny_read.source.to_string();
+        let label = match config.deny_read_reasons.get(raw.as_str()) {
+            Some(why) if config.deny_read.source == Source::Defaults => {
+                format!("denyRead entry '{}' ({why})", crate::shown::name(raw))
+            }
+            _ => format!("denyRead entry '{}'", crate::shown::name(raw)),
+        };
+        deny_read.literal(
+            &path,
+            Rule {
+                label,
+                source: source.clone(),
+            },
+        );
+        deny_read_paths.push(DirRule {
+            path,
+            raw: raw.clone(),
+            source,
+        });
+    }
+
+    Ok((deny_read, deny_read_paths))
+}
+
+fn deny_write_rules(
+    config: &Config,
+    env: &Env,
+    canon: &mut paths::Canonicalizer,
+) -> Result<(RuleSetBuilder, Vec<String>), GuardError> {
+    // denyWrite: a pattern without '/' matches a file or directory name anywhere; one
+    // with '/' matches the whole path (relative ones from the project root, `**/...`
+    // anywhere).
+    let mut deny_write = RuleSetBuilder::default();
+    let mut deny_write_globs = Vec::new();
+    for raw in &config.deny_write.value {
+        let rule = Rule {
+            label: format!("denyWrite pattern '{}'", crate::shown::name(raw)),
+            source: config.deny_write.source.to_string(),
+        };
+        let bad = |e: globset::Error| {
+            rule_err(
+                "filesystem.denyWrite",
+                raw,
+                &config.deny_write.source,
+                format!("not a valid glob: {}", e.kind()),
+            )
+        };
+        let trimmed = raw.trim_end_matches('/');
+        if !trimmed.contains('/') {
+            deny_write.name_glob(compile_glob(trimmed).map_err(bad)?, rule);
+            deny_write_globs.push(trimmed.to_string());
+        } else if !has_glob_chars(trimmed) {
+            let path = canon.resolve(trimmed, &env.home, &env.cwd)?;
+            deny_write_globs.push(globset::escape(&path.to_string_lossy()));
+            deny_write.literal(&path, rule);
+        } else {
+            let anchored = anchor_pattern(trimmed, env, canon)?;
+            deny_write.path_glob(compile_glob(&anchored).map_err(bad)?, rule);
+            deny_write_globs.push(anchored);
+        }
+    }
+
+    Ok((deny_write, deny_write_globs))
+}
+
+/// allowWrite, then the user's answers to write prompts.
+fn allow_write_rules(
+    config: &Config,
+    env: &Env,
+    canon: &mut paths::Canonicalizer,
+) -> Result<Vec<DirRule>, GuardError> {
+    // allowWrite: directories only.
+    let mut allow_write = Vec::new();
+    for raw in &config.allow_write.value {
+        if looks_like_pattern(raw) {
+            return Err(rule_err(
+                "filesystem.allowWrite",
+                raw,
+                &config.allow_write.source,
+                "allowWrite takes directories, not patterns; list the directory itself".into(),
+            ));
+        }
+        allow_write.push(DirRule {
+            path: canon.resolve(raw, &env.home, &env.cwd)?,
+            raw: raw.clone(),
+            source: config.allow_write.source.to_string(),
+        });
+    }
+
+    // The user's answers to write prompts, for this session only.
+    for (raw, source) in &config.session_allow_write {
+        allow_write.push(DirRule {
+            path: canon.resolve(raw, &env.home, &env.cwd)?,
+            raw: raw.clone(),
+            source: source.to_string(),
+        });
+    }
+
+    Ok(allow_write)
 }
 
 /// Anchors a path pattern: `~/` and `/` are absolute, `**/` matches anywhere, anything else
