@@ -49,6 +49,25 @@ impl Guard {
                 ),
             );
         }
+        if let Some(d) = self.read_env_file(path, &shown, env_alias, steps, &make) {
+            return d;
+        }
+        make(
+            Verdict::Allow,
+            "no denyRead entry covers it".into(),
+            "all layers".into(),
+            format!("Read of {shown} is allowed."),
+        )
+    }
+    /// An env file: allowed, asked about or refused as the approval mode says.
+    fn read_env_file(
+        &self,
+        path: &Path,
+        shown: &str,
+        env_alias: bool,
+        steps: &mut Trace,
+        make: &impl Fn(Verdict, String, String, String) -> Decision,
+    ) -> Option<Decision> {
         // A directory named `.env.d` holds files; it is not one.
         let env_file =
             (env_alias || is_env_file(path)) && !std::fs::metadata(path).is_ok_and(|m| m.is_dir());
@@ -62,47 +81,42 @@ impl Guard {
         });
         if env_file && self.approval != ApprovalMode::Deny {
             if let Some(scope) = self.env_read_grants.iter().find(|(p, _)| p == path) {
-                return make(
+                return Some(make(
                     Verdict::Allow,
                     "sensitive env file (.env, .env.*), read granted".into(),
                     scope.1.clone(),
                     format!("Read of {shown} is allowed: {}.", scope.1),
-                );
+                ));
             }
         }
-        if env_file {
-            let rule = ENV_FILE_RULE.to_string();
-            let source = format!("PI_SANDBOX_APPROVAL_MODE={}", self.approval.as_str());
-            return match self.approval {
-                ApprovalMode::Always => make(
-                    Verdict::Allow,
-                    rule,
-                    source,
-                    format!("{shown} is an env file; approval mode 'always' allows reading it."),
-                ),
-                ApprovalMode::Ask => make(
-                    Verdict::Prompt,
-                    rule,
-                    source,
-                    format!(
-                        "Blocked read of {shown}: env files usually hold secrets, reading one needs the user's approval, and there is no UI to ask in. Set PI_SANDBOX_APPROVAL_MODE=always to allow such reads."
-                    ),
-                ),
-                ApprovalMode::Deny => make(
-                    Verdict::Deny,
-                    rule,
-                    source,
-                    format!(
-                        "Blocked read of {shown}: env files usually hold secrets and PI_SANDBOX_APPROVAL_MODE=deny refuses them. Unset it (or set ask) to be asked instead."
-                    ),
-                ),
-            };
+        if !env_file {
+            return None;
         }
-        make(
-            Verdict::Allow,
-            "no denyRead entry covers it".into(),
-            "all layers".into(),
-            format!("Read of {shown} is allowed."),
-        )
+        let rule = ENV_FILE_RULE.to_string();
+        let source = format!("PI_SANDBOX_APPROVAL_MODE={}", self.approval.as_str());
+        Some(match self.approval {
+            ApprovalMode::Always => make(
+                Verdict::Allow,
+                rule,
+                source,
+                format!("{shown} is an env file; approval mode 'always' allows reading it."),
+            ),
+            ApprovalMode::Ask => make(
+                Verdict::Prompt,
+                rule,
+                source,
+                format!(
+                    "Blocked read of {shown}: env files usually hold secrets, reading one needs the user's approval, and there is no UI to ask in. Set PI_SANDBOX_APPROVAL_MODE=always to allow such reads."
+                ),
+            ),
+            ApprovalMode::Deny => make(
+                Verdict::Deny,
+                rule,
+                source,
+                format!(
+                    "Blocked read of {shown}: env files usually hold secrets and PI_SANDBOX_APPROVAL_MODE=deny refuses them. Unset it (or set ask) to be asked instead."
+                ),
+            ),
+        })
     }
 }
