@@ -12,138 +12,12 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::policy::trust::{ProjectLayer, Trust};
+// The values and the session's directories live below `config` and `trust` both; named
+// here too, where the rest of the crate has always found them.
+pub(crate) use crate::policy::config_values::{Config, Mode, Source, Sourced, MODE_HELP};
+use crate::policy::project_layer::{ProjectLayer, Trust, Widening};
+pub(crate) use crate::policy::session_env::Env;
 use crate::shown;
-
-/// Where a value came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
-    Defaults,
-    File(PathBuf),
-    /// Protection the sandbox applies whatever the config says.
-    Mandatory,
-    /// Set during the session (flag, command, shortcut).
-    Runtime(String),
-}
-
-impl fmt::Display for Source {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Source::Defaults => write!(f, "built-in defaults"),
-            // Shown wherever a rule's source is (dialogs, /sandbox): a path from the disk.
-            Source::File(p) => f.write_str(&shown::path(p)),
-            Source::Mandatory => write!(f, "built-in protection (cannot be turned off)"),
-            Source::Runtime(how) => write!(f, "{how}"),
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sourced<T> {
-    pub value: T,
-    pub source: Source,
-}
-
-impl<T> Sourced<T> {
-    fn default(value: T) -> Self {
-        Sourced {
-            value,
-            source: Source::Defaults,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    ReadOnly,
-    ReadWrite,
-    Yolo,
-}
-
-impl Mode {
-    /// Accepts the canonical names and the aliases of seed 003.
-    pub fn parse(s: &str) -> Option<Mode> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "read-only" | "readonly" | "ro" => Some(Mode::ReadOnly),
-            "read-write" | "readwrite" | "rw" => Some(Mode::ReadWrite),
-            "yolo" => Some(Mode::Yolo),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::ReadOnly => "read-only",
-            Mode::ReadWrite => "read-write",
-            Mode::Yolo => "yolo",
-        }
-    }
-
-    /// Alt+S order: read-only → read-write → yolo → read-only.
-    pub fn next(self) -> Mode {
-        match self {
-            Mode::ReadOnly => Mode::ReadWrite,
-            Mode::ReadWrite => Mode::Yolo,
-            Mode::Yolo => Mode::ReadOnly,
-        }
-    }
-}
-
-pub const MODE_HELP: &str = "read-only (aliases readonly, ro), read-write (readwrite, rw) or yolo";
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Config {
-    pub enabled: Sourced<bool>,
-    pub mode: Sourced<Mode>,
-    pub allowed_domains: Sourced<Vec<String>>,
-    pub denied_domains: Sourced<Vec<String>>,
-    /// Unix sockets outside the sandbox a command may connect to (paths).
-    pub allow_unix_sockets: Sourced<Vec<String>>,
-    /// Every unix socket may be connected to: the supervisor's check is off.
-    pub allow_all_unix_sockets: Sourced<bool>,
-    pub deny_read: Sourced<Vec<String>>,
-    pub allow_write: Sourced<Vec<String>>,
-    pub deny_write: Sourced<Vec<String>>,
-    /// Let the agent edit the directories `core.hooksPath` names (husky's hooks); a git dir's
-    /// own `hooks` stays protected.
-    pub allow_hooks_path: Sourced<bool>,
-    /// Environment variables kept for sandboxed commands whatever else says (`env.allow`),
-    /// and dropped besides the built-in patterns (`env.deny`): names or `*`/`?` patterns.
-    pub env_allow: Sourced<Vec<String>>,
-    pub env_deny: Sourced<Vec<String>>,
-    /// Values hidden from the model in tools' output (`redact.values`), and variables whose
-    /// values are hidden as well (`redact.env`), besides the dropped variables and pi's keys.
-    pub redact_values: Sourced<Vec<String>>,
-    pub redact_env: Sourced<Vec<String>>,
-    pub ignore_violations: Sourced<BTreeMap<String, Vec<String>>>,
-    pub enable_weaker_nested_sandbox: Sourced<bool>,
-    pub enable_weaker_network_isolation: Sourced<bool>,
-    /// Keys @anthropic-ai/sandbox-runtime accepts that this sandbox does not enforce yet;
-    /// accepted so that existing files load unchanged, and shown by `/sandbox`.
-    pub passthrough: BTreeMap<String, Sourced<Value>>,
-    /// Every file consulted, in order, and whether it existed.
-    pub layers: Vec<(PathBuf, bool)>,
-    /// Why each default denyRead entry is there (`credentials`).
-    pub deny_read_reasons: BTreeMap<String, &'static str>,
-    /// The project file, if there is one: what it would widen and whether that applies.
-    pub project: Option<crate::policy::trust::ProjectLayer>,
-    /// Directories the user allowed writes to for this session only (a prompt's answer),
-    /// each with how it was granted: writable in both layers, never written to a file.
-    pub session_allow_write: Vec<(String, Source)>,
-}
-
-pub const DEFAULT_ALLOWED_DOMAINS: &[&str] = &[
-    "npmjs.org",
-    "*.npmjs.org",
-    "registry.npmjs.org",
-    "registry.yarnpkg.com",
-    "pypi.org",
-    "*.pypi.org",
-    "github.com",
-    "*.github.com",
-    "api.github.com",
-    "raw.githubusercontent.com",
-];
 
 impl Config {
     /// The built-in defaults for `env`: lists the other projects' transcript directories.
@@ -153,35 +27,6 @@ impl Config {
             &env.agent_dir,
             &other_sessions,
         ))
-    }
-
-    /// The built-in defaults, with `deny_read` (entry, why) from `credentials::defaults`.
-    pub fn defaults(deny_read: Vec<(String, &'static str)>) -> Config {
-        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        Config {
-            enabled: Sourced::default(true),
-            mode: Sourced::default(Mode::ReadWrite),
-            allowed_domains: Sourced::default(strings(DEFAULT_ALLOWED_DOMAINS)),
-            denied_domains: Sourced::default(vec![]),
-            allow_unix_sockets: Sourced::default(vec![]),
-            allow_all_unix_sockets: Sourced::default(false),
-            deny_read: Sourced::default(deny_read.iter().map(|(p, _)| p.clone()).collect()),
-            deny_read_reasons: deny_read.into_iter().collect(),
-            allow_write: Sourced::default(strings(&[".", "/tmp"])),
-            deny_write: Sourced::default(strings(&[".env", ".env.*", "*.pem", "*.key"])),
-            allow_hooks_path: Sourced::default(false),
-            env_allow: Sourced::default(vec![]),
-            env_deny: Sourced::default(vec![]),
-            redact_values: Sourced::default(vec![]),
-            redact_env: Sourced::default(vec![]),
-            ignore_violations: Sourced::default(BTreeMap::new()),
-            enable_weaker_nested_sandbox: Sourced::default(false),
-            enable_weaker_network_isolation: Sourced::default(false),
-            passthrough: BTreeMap::new(),
-            layers: vec![],
-            project: None,
-            session_allow_write: vec![],
-        }
     }
 }
 
@@ -510,13 +355,13 @@ fn apply_layer(cfg: &mut Config, file: &Path, layer: FileLayer) -> Result<(), Co
         if let Some(v) = &redact.values {
             check_strings(file, "redact.values", v)?;
             for (i, value) in v.iter().enumerate() {
-                if value.len() < crate::redact::MIN_SECRET_LEN {
+                if value.len() < crate::policy::environment::MIN_SECRET_LEN {
                     return Err(schema_err(
                         file,
                         format!("redact.values[{i}]"),
                         format!(
                             "a value to hide must have at least {} characters (shorter ones would garble ordinary output)",
-                            crate::redact::MIN_SECRET_LEN
+                            crate::policy::environment::MIN_SECRET_LEN
                         ),
                     ));
                 }
@@ -610,91 +455,6 @@ pub fn merge(
     Ok(cfg)
 }
 
-/// The directories a session depends on, read from the environment once, at the edge.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Env {
-    pub home: PathBuf,
-    pub cwd: PathBuf,
-    pub agent_dir: PathBuf,
-    /// The folders pi keeps this session's transcripts in, as pi names them (absolute, not
-    /// canonical): the live one first (pi's own answer, else `pi_session::configured_dir`),
-    /// then where the environment or the settings would put the next session. Empty: pi's
-    /// per-project folder in the agent dir.
-    pub session_dirs: Vec<PathBuf>,
-    /// The live transcript, when pi said which (pi appends to it on the host).
-    pub session_file: Option<PathBuf>,
-    /// The extensions pi's settings make it load at start, as pi's package manager named
-    /// them (`pi_loads`). Empty without pi (the CLI).
-    pub pi_loads: Vec<crate::policy::pi_loads::PiLoad>,
-}
-
-impl Env {
-    /// `PI_CODING_AGENT_DIR` (default `~/.pi/agent`) and `HOME`; pi expands a leading `~` in
-    /// these variables, so we do too. Where pi keeps its transcripts: `with_sessions`.
-    pub fn from_process(cwd: &Path) -> Env {
-        let home = dirs::home_dir().unwrap_or_else(|| PathBuf::from("/"));
-        let agent_dir = std::env::var("PI_CODING_AGENT_DIR")
-            .ok()
-            .filter(|v| !v.is_empty())
-            .and_then(|v| crate::paths::expand(&v, &home, cwd).ok())
-            .unwrap_or_else(|| home.join(".pi/agent"));
-        Env {
-            home: home.clone(),
-            cwd: cwd.to_path_buf(),
-            agent_dir,
-            session_dirs: vec![],
-            session_file: None,
-            pi_loads: vec![],
-        }
-    }
-
-    /// Where pi keeps this session's transcripts: the live transcript `file` and the folder
-    /// `dir` as pi named them (absolute), then the folder `PI_CODING_AGENT_SESSION_DIR` or the
-    /// settings of this env's agent dir and project name (`pi_session::configured_dir`), where
-    /// pi puts the next session. Without pi's answer, that last one is the live folder.
-    pub fn with_sessions(&mut self, dir: Option<PathBuf>, file: Option<PathBuf>) {
-        let var = std::env::var("PI_CODING_AGENT_SESSION_DIR").ok();
-        let configured = crate::policy::pi_session::configured_dir(
-            var.as_deref(),
-            &self.home,
-            &self.agent_dir,
-            &self.cwd,
-        );
-        let live = file
-            .as_deref()
-            .and_then(Path::parent)
-            .map(Path::to_path_buf);
-        self.session_dirs.clear();
-        for d in [live, dir, configured].into_iter().flatten() {
-            if !self.session_dirs.contains(&d) {
-                self.session_dirs.push(d);
-            }
-        }
-        self.session_file = file;
-    }
-
-    /// The layout tests use: `<root>/home`, `<root>/proj`, the agent dir in its default place.
-    #[cfg(test)]
-    pub fn under(root: &Path) -> Env {
-        Env {
-            home: root.join("home"),
-            cwd: root.join("proj"),
-            agent_dir: root.join("home/.pi/agent"),
-            session_dirs: vec![],
-            session_file: None,
-            pi_loads: vec![],
-        }
-    }
-
-    pub fn global_config(&self) -> PathBuf {
-        self.agent_dir.join("extensions").join("sandbox.json")
-    }
-
-    pub fn project_config(&self) -> PathBuf {
-        self.cwd.join(".pi").join("sandbox.json")
-    }
-}
-
 /// Reads a layer file; absent is `None`, any other failure is an error (fail closed: an
 /// unreadable config must not silently mean "no rules").
 pub(crate) fn read_layer(file: &Path) -> Result<Option<String>, ConfigError> {
@@ -757,7 +517,7 @@ struct ProjectMeaning {
     wanted: Config,
     /// Only what tightens applied.
     restricted: Config,
-    widenings: Vec<crate::policy::trust::Widening>,
+    widenings: Vec<Widening>,
     /// The key a trust answer about it is stored under.
     sha256: String,
 }
@@ -777,7 +537,7 @@ fn project_meaning(env: &Env, base: &Config, text: &str) -> Result<ProjectMeanin
     Ok(ProjectMeaning {
         wanted,
         restricted,
-        sha256: crate::session::approvals::content_hash(meaning.as_bytes()),
+        sha256: crate::policy::project_layer::content_hash(meaning.as_bytes()),
         widenings,
     })
 }

@@ -235,7 +235,7 @@ fn a_widening_project_file_applies_only_once_its_exact_content_is_trusted() {
     let (_t, env) = temp_env();
     let text = r#"{"enabled":false,"mode":"read-only"}"#;
     std::fs::write(env.project_config(), text).unwrap();
-    let hash = crate::session::approvals::content_hash(
+    let hash = crate::policy::project_layer::content_hash(
         format!("{text}\0turn the sandbox off (enabled: false)").as_bytes(),
     );
     let seen = std::cell::RefCell::new(vec![]);

@@ -34,7 +34,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 pub const FILE_NAME: &str = "sandbox-approvals.json";
 pub const TTL_VAR: &str = "PI_SANDBOX_SESSION_APPROVAL_TTL_MS";
@@ -850,21 +849,9 @@ pub fn prefix_choices(command: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// Lowercase hex SHA-256 of `bytes` (project trust is keyed by the file's content hash).
 /// Whether `host` is a host as the proxy judges it: its own canonical spelling.
 fn is_canonical_host(host: &str) -> bool {
     crate::net::domains::parse_host(host).is_ok_and(|h| h.to_string() == host)
-}
-
-pub fn content_hash(bytes: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for b in digest {
-        out.push(HEX[usize::from(b >> 4)] as char);
-        out.push(HEX[usize::from(b & 0xf)] as char);
-    }
-    out
 }
 
 fn is_sha256_hex(s: &str) -> bool {

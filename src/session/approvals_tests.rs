@@ -1,4 +1,5 @@
 use super::*;
+use crate::policy::project_layer::content_hash;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 const T0: u64 = 1_790_000_000_000;
