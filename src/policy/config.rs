@@ -254,20 +254,8 @@ fn check_domains(file: &Path, key: &str, items: &[String]) -> Result<(), ConfigE
 
 /// Applies one parsed layer on top of `cfg`.
 fn apply_layer(cfg: &mut Config, file: &Path, layer: FileLayer) -> Result<(), ConfigError> {
-    let src = || Source::File(file.to_path_buf());
-    let set = |slot: &mut Sourced<Vec<String>>, v: Option<Vec<String>>| {
-        if let Some(v) = v {
-            *slot = Sourced {
-                value: v,
-                source: src(),
-            };
-        }
-    };
     if let Some(v) = layer.enabled {
-        cfg.enabled = Sourced {
-            value: v,
-            source: src(),
-        };
+        cfg.enabled = from_file(v, file);
     }
     if let Some(m) = layer.mode {
         let mode = Mode::parse(&m).ok_or_else(|| {
@@ -277,70 +265,21 @@ fn apply_layer(cfg: &mut Config, file: &Path, layer: FileLayer) -> Result<(), Co
                 format!("unknown mode {m:?}; use {MODE_HELP}"),
             )
         })?;
-        cfg.mode = Sourced {
-            value: mode,
-            source: src(),
-        };
+        cfg.mode = from_file(mode, file);
     }
-    let mut passthrough = |key: &str, v: Option<Value>| {
-        if let Some(v) = v {
-            cfg.passthrough.insert(
-                key.to_string(),
-                Sourced {
-                    value: v,
-                    source: src(),
-                },
-            );
-        }
-    };
-    passthrough("ripgrep", layer.ripgrep);
-    passthrough(
+    pass_through(cfg, file, "ripgrep", layer.ripgrep);
+    pass_through(
+        cfg,
+        file,
         "mandatoryDenySearchDepth",
         layer.mandatory_deny_search_depth,
     );
-    passthrough("allowPty", layer.allow_pty);
+    pass_through(cfg, file, "allowPty", layer.allow_pty);
     if let Some(net) = layer.network {
-        if let Some(v) = &net.allow_unix_sockets {
-            check_strings(file, "network.allowUnixSockets", v)?;
-        }
-        set(&mut cfg.allow_unix_sockets, net.allow_unix_sockets);
-        if let Some(v) = net.allow_all_unix_sockets {
-            cfg.allow_all_unix_sockets = Sourced {
-                value: v,
-                source: src(),
-            };
-        }
-        passthrough("network.allowLocalBinding", net.allow_local_binding);
-        passthrough("network.httpProxyPort", net.http_proxy_port);
-        passthrough("network.socksProxyPort", net.socks_proxy_port);
-        if let Some(v) = &net.allowed_domains {
-            check_domains(file, "network.allowedDomains", v)?;
-        }
-        if let Some(v) = &net.denied_domains {
-            check_domains(file, "network.deniedDomains", v)?;
-        }
-        set(&mut cfg.allowed_domains, net.allowed_domains);
-        set(&mut cfg.denied_domains, net.denied_domains);
+        apply_network(cfg, file, net)?;
     }
     if let Some(fs) = layer.filesystem {
-        for (key, v) in [
-            ("filesystem.denyRead", &fs.deny_read),
-            ("filesystem.allowWrite", &fs.allow_write),
-            ("filesystem.denyWrite", &fs.deny_write),
-        ] {
-            if let Some(v) = v {
-                check_strings(file, key, v)?;
-            }
-        }
-        if let Some(v) = fs.allow_hooks_path {
-            cfg.allow_hooks_path = Sourced {
-                value: v,
-                source: src(),
-            };
-        }
-        set(&mut cfg.deny_read, fs.deny_read);
-        set(&mut cfg.allow_write, fs.allow_write);
-        set(&mut cfg.deny_write, fs.deny_write);
+        apply_filesystem(cfg, file, fs)?;
     }
     if let Some(env) = layer.env {
         for (key, v) in [("env.allow", &env.allow), ("env.deny", &env.deny)] {
@@ -348,56 +287,120 @@ fn apply_layer(cfg: &mut Config, file: &Path, layer: FileLayer) -> Result<(), Co
                 check_var_names(file, key, v, Wildcards::Allowed)?;
             }
         }
-        set(&mut cfg.env_allow, env.allow);
-        set(&mut cfg.env_deny, env.deny);
+        set_list(&mut cfg.env_allow, env.allow, file);
+        set_list(&mut cfg.env_deny, env.deny, file);
     }
     if let Some(redact) = layer.redact {
-        if let Some(v) = &redact.values {
-            check_strings(file, "redact.values", v)?;
-            for (i, value) in v.iter().enumerate() {
-                if value.len() < crate::policy::environment::MIN_SECRET_LEN {
-                    return Err(schema_err(
-                        file,
-                        format!("redact.values[{i}]"),
-                        format!(
-                            "a value to hide must have at least {} characters (shorter ones would garble ordinary output)",
-                            crate::policy::environment::MIN_SECRET_LEN
-                        ),
-                    ));
-                }
-            }
-        }
-        if let Some(v) = &redact.env {
-            check_var_names(file, "redact.env", v, Wildcards::Refused)?;
-        }
-        // Each layer adds to the lists: a project file cannot unlist what the user hides.
-        for (target, more) in [
-            (&mut cfg.redact_values, redact.values),
-            (&mut cfg.redact_env, redact.env),
-        ] {
-            if let Some(more) = more {
-                target.value.extend(more);
-                target.source = src();
-            }
-        }
+        apply_redact(cfg, file, redact)?;
     }
     if let Some(v) = layer.ignore_violations {
-        cfg.ignore_violations = Sourced {
-            value: v,
-            source: src(),
-        };
+        cfg.ignore_violations = from_file(v, file);
     }
     if let Some(v) = layer.enable_weaker_nested_sandbox {
-        cfg.enable_weaker_nested_sandbox = Sourced {
-            value: v,
-            source: src(),
-        };
+        cfg.enable_weaker_nested_sandbox = from_file(v, file);
     }
     if let Some(v) = layer.enable_weaker_network_isolation {
-        cfg.enable_weaker_network_isolation = Sourced {
-            value: v,
-            source: src(),
-        };
+        cfg.enable_weaker_network_isolation = from_file(v, file);
+    }
+    Ok(())
+}
+
+/// `value`, as `file` set it.
+fn from_file<T>(value: T, file: &Path) -> Sourced<T> {
+    Sourced {
+        value,
+        source: Source::File(file.to_path_buf()),
+    }
+}
+
+/// A list the layer sets replaces the one below.
+fn set_list(slot: &mut Sourced<Vec<String>>, v: Option<Vec<String>>, file: &Path) {
+    if let Some(v) = v {
+        *slot = from_file(v, file);
+    }
+}
+
+/// A key accepted for @anthropic-ai/sandbox-runtime's files and not enforced here.
+fn pass_through(cfg: &mut Config, file: &Path, key: &str, v: Option<Value>) {
+    if let Some(v) = v {
+        cfg.passthrough.insert(key.to_string(), from_file(v, file));
+    }
+}
+
+fn apply_network(cfg: &mut Config, file: &Path, net: NetworkLayer) -> Result<(), ConfigError> {
+    if let Some(v) = &net.allow_unix_sockets {
+        check_strings(file, "network.allowUnixSockets", v)?;
+    }
+    set_list(&mut cfg.allow_unix_sockets, net.allow_unix_sockets, file);
+    if let Some(v) = net.allow_all_unix_sockets {
+        cfg.allow_all_unix_sockets = from_file(v, file);
+    }
+    pass_through(
+        cfg,
+        file,
+        "network.allowLocalBinding",
+        net.allow_local_binding,
+    );
+    pass_through(cfg, file, "network.httpProxyPort", net.http_proxy_port);
+    pass_through(cfg, file, "network.socksProxyPort", net.socks_proxy_port);
+    if let Some(v) = &net.allowed_domains {
+        check_domains(file, "network.allowedDomains", v)?;
+    }
+    if let Some(v) = &net.denied_domains {
+        check_domains(file, "network.deniedDomains", v)?;
+    }
+    set_list(&mut cfg.allowed_domains, net.allowed_domains, file);
+    set_list(&mut cfg.denied_domains, net.denied_domains, file);
+    Ok(())
+}
+
+fn apply_filesystem(cfg: &mut Config, file: &Path, fs: FilesystemLayer) -> Result<(), ConfigError> {
+    for (key, v) in [
+        ("filesystem.denyRead", &fs.deny_read),
+        ("filesystem.allowWrite", &fs.allow_write),
+        ("filesystem.denyWrite", &fs.deny_write),
+    ] {
+        if let Some(v) = v {
+            check_strings(file, key, v)?;
+        }
+    }
+    if let Some(v) = fs.allow_hooks_path {
+        cfg.allow_hooks_path = from_file(v, file);
+    }
+    set_list(&mut cfg.deny_read, fs.deny_read, file);
+    set_list(&mut cfg.allow_write, fs.allow_write, file);
+    set_list(&mut cfg.deny_write, fs.deny_write, file);
+    Ok(())
+}
+
+fn apply_redact(cfg: &mut Config, file: &Path, redact: RedactLayer) -> Result<(), ConfigError> {
+    if let Some(v) = &redact.values {
+        check_strings(file, "redact.values", v)?;
+        for (i, value) in v.iter().enumerate() {
+            if value.len() < crate::policy::environment::MIN_SECRET_LEN {
+                return Err(schema_err(
+                    file,
+                    format!("redact.values[{i}]"),
+                    format!(
+                        "a value to hide must have at least {} characters (shorter ones would garble ordinary output)",
+                        crate::policy::environment::MIN_SECRET_LEN
+                    ),
+                ));
+            }
+        }
+    }
+    if let Some(v) = &redact.env {
+        check_var_names(file, "redact.env", v, Wildcards::Refused)?;
+    }
+    // Each layer adds to the lists: a project file cannot unlist what the user hides.
+    for (target, more) in [
+        (&mut cfg.redact_values, redact.values),
+        (&mut cfg.redact_env, redact.env),
+    ] {
+        if let Some(more) = more {
+            target.value.extend(more);
+            target.source = Source::File(file.to_path_buf());
+        }
     }
     Ok(())
 }
