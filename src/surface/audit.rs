@@ -59,7 +59,7 @@ pub fn first_session_time(agent_dir: &Path) -> Option<SystemTime> {
 
 use crate::platform::mounts::{fingerprinted_content, Found, Scan, FP_LINK, LINK_TARGET_MISSING};
 use crate::policy::guard::Protection;
-use crate::policy::protected::{Keep, OnChange, Place};
+use crate::policy::protected::{Hit, Keep, OnChange, Place};
 use crate::surface::content;
 use crate::surface::hooks::GitPathKind;
 use crate::surface::quarantine::Quarantine;
@@ -474,12 +474,12 @@ fn judge(to: &Quarantine, found: &Found, before: Option<&[u8]>) -> Option<Findin
         Protection::EnvFile { also: Some(also) } => also.as_ref(),
         why => why,
     };
-    let hit = match why {
-        Protection::Surface(hit) => hit,
+    match why {
+        Protection::Surface(hit) => judge_by_entry(to, path, hit, before, restore),
         // The file tools may not create it, so neither may a command: mounts can keep only
         // existing files read-only, so a new one is moved aside (kept, never deleted).
         Protection::DenyWrite(label) => {
-            return Some(quarantine(
+            Some(quarantine(
                 to,
                 path,
                 &format!("it matches {label}, which the agent may not create or change; remove the pattern from filesystem.denyWrite, or create the file yourself, if it is wanted"),
@@ -494,12 +494,12 @@ fn judge(to: &Quarantine, found: &Found, before: Option<&[u8]>) -> Option<Findin
                     "it is the {label}; git would read it on the host, where its keys can run commands"
                 ),
             };
-            return Some(quarantine(to, path, &why, restore));
+            Some(quarantine(to, path, &why, restore))
         }
         // What a protected link pointed to while it did not exist, created by the command:
         // pi or git load it through the link.
         Protection::LinkTarget { link, of } if before == Some(LINK_TARGET_MISSING) => {
-            return Some(quarantine(
+            Some(quarantine(
                 to,
                 path,
                 &format!(
@@ -508,31 +508,17 @@ fn judge(to: &Quarantine, found: &Found, before: Option<&[u8]>) -> Option<Findin
                     of.label()
                 ),
                 None,
-            ));
+            ))
         }
         // Kept read-only while they are second names; judged through the protected name.
         // Hidden, not protected from the command: one it wrote itself is its own.
         // Replaced or removed: the protected link leads elsewhere now. What was there goes
         // back (it was a link, fingerprinted as one).
         Protection::WayLink { .. } if std::fs::symlink_metadata(path).is_err() => {
-            return restore.map(|bytes| match restore_file(path, bytes) {
-                Ok(()) => Finding {
-                    path: path.to_path_buf(),
-                    moved_to: None,
-                    why: "a link on the way of a protected link was removed; it was put back"
-                        .into(),
-                    blocking: false,
-                },
-                Err(e) => Finding {
-                    path: path.to_path_buf(),
-                    moved_to: None,
-                    why: format!("a link on the way of a protected link was removed and cannot be put back ({e}); bash stays blocked until you restore it"),
-                    blocking: true,
-                },
-            })
+            put_back(path, restore)
         }
         Protection::WayLink { link, of } => {
-            return Some(quarantine(
+            Some(quarantine(
                 to,
                 path,
                 &format!(
@@ -544,9 +530,19 @@ fn judge(to: &Quarantine, found: &Found, before: Option<&[u8]>) -> Option<Findin
             ))
         }
         Protection::LinkTarget { .. } | Protection::HardLink { .. } | Protection::EnvFile { .. } => {
-            return None
+            None
         }
-    };
+    }
+}
+
+/// A path `protected::TABLE` covers, judged by its entry's `OnChange` rule.
+fn judge_by_entry(
+    to: &Quarantine,
+    path: &Path,
+    hit: &Hit,
+    before: Option<&[u8]>,
+    restore: Option<&[u8]>,
+) -> Option<Finding> {
     let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
     let what = hit.entry.why;
     if is_link {
@@ -593,6 +589,25 @@ fn judge(to: &Quarantine, found: &Found, before: Option<&[u8]>) -> Option<Findin
             Some(quarantine(to, path, &why, restore))
         }
     }
+}
+
+/// Puts back the link that was on a protected link's way (`restore`, fingerprinted as one).
+fn put_back(path: &Path, restore: Option<&[u8]>) -> Option<Finding> {
+    restore.map(|bytes| match restore_file(path, bytes) {
+        Ok(()) => Finding {
+            path: path.to_path_buf(),
+            moved_to: None,
+            why: "a link on the way of a protected link was removed; it was put back"
+                .into(),
+            blocking: false,
+        },
+        Err(e) => Finding {
+            path: path.to_path_buf(),
+            moved_to: None,
+            why: format!("a link on the way of a protected link was removed and cannot be put back ({e}); bash stays blocked until you restore it"),
+            blocking: true,
+        },
+    })
 }
 
 impl Auditor {
