@@ -22,9 +22,7 @@ use aho_corasick::{
     AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, Anchored, Input, MatchKind, StartKind,
 };
 
-/// Values shorter than this are never redacted: a variable that holds `1`, `true` or `dev`
-/// is not a secret, and hiding every such word would garble the output.
-pub const MIN_SECRET_LEN: usize = 8;
+pub(crate) use crate::policy::environment::MIN_SECRET_LEN;
 
 /// One value to hide, and the name shown in its place.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,138 +12,12 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::policy::trust::{ProjectLayer, Trust};
+// The values and the session's directories live below `config` and `trust` both; named
+// here too, where the rest of the crate has always found them.
+pub(crate) use crate::policy::config_values::{Config, Mode, Source, Sourced, MODE_HELP};
+use crate::policy::project_layer::{ProjectLayer, Trust, Widening};
+pub(crate) use crate::policy::session_env::Env;
 use crate::shown;
-
-/// Where a value came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
-    Defaults,
-    File(PathBuf),
-    /// Protection the sandbox applies whatever the config says.
-    Mandatory,
-    /// Set during the session (flag, command, shortcut).
-    Runtime(String),
-}
-
-impl fmt::Display for Source {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Source::Defaults => write!(f, "built-in defaults"),
-            // Shown wherever a rule's source is (dialogs, /sandbox): a path from the disk.
-            Source::File(p) => f.write_str(&shown::path(p)),
-            Source::Mandatory => write!(f, "built-in protection (cannot be turned off)"),
-            Source::Runtime(how) => write!(f, "{how}"),
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sourced<T> {
-    pub value: T,
-    pub source: Source,
-}
-
-impl<T> Sourced<T> {
-    fn default(value: T) -> Self {
-        Sourced {
-            value,
-            source: Source::Defaults,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    ReadOnly,
-    ReadWrite,
-    Yolo,
-}
-
-impl Mode {
-    /// Accepts the canonical names and the aliases of seed 003.
-    pub fn parse(s: &str) -> Option<Mode> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "read-only" | "readonly" | "ro" => Some(Mode::ReadOnly),
-            "read-write" | "readwrite" | "rw" => Some(Mode::ReadWrite),
-            "yolo" => Some(Mode::Yolo),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::ReadOnly => "read-only",
-            Mode::ReadWrite => "read-write",
-            Mode::Yolo => "yolo",
-        }
-    }
-
-    /// Alt+S order: read-only → read-write → yolo → read-only.
-    pub fn next(self) -> Mode {
-        match self {
-            Mode::ReadOnly => Mode::ReadWrite,
-            Mode::ReadWrite => Mode::Yolo,
-            Mode::Yolo => Mode::ReadOnly,
-        }
-    }
-}
-
-pub const MODE_HELP: &str = "read-only (aliases readonly, ro), read-write (readwrite, rw) or yolo";
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Config {
-    pub enabled: Sourced<bool>,
-    pub mode: Sourced<Mode>,
-    pub allowed_domains: Sourced<Vec<String>>,
-    pub denied_domains: Sourced<Vec<String>>,
-    /// Unix sockets outside the sandbox a command may connect to (paths).
-    pub allow_unix_sockets: Sourced<Vec<String>>,
-    /// Every unix socket may be connected to: the supervisor's check is off.
-    pub allow_all_unix_sockets: Sourced<bool>,
-    pub deny_read: Sourced<Vec<String>>,
-    pub allow_write: Sourced<Vec<String>>,
-    pub deny_write: Sourced<Vec<String>>,
-    /// Let the agent edit the directories `core.hooksPath` names (husky's hooks); a git dir's
-    /// own `hooks` stays protected.
-    pub allow_hooks_path: Sourced<bool>,
-    /// Environment variables kept for sandboxed commands whatever else says (`env.allow`),
-    /// and dropped besides the built-in patterns (`env.deny`): names or `*`/`?` patterns.
-    pub env_allow: Sourced<Vec<String>>,
-    pub env_deny: Sourced<Vec<String>>,
-    /// Values hidden from the model in tools' output (`redact.values`), and variables whose
-    /// values are hidden as well (`redact.env`), besides the dropped variables and pi's keys.
-    pub redact_values: Sourced<Vec<String>>,
-    pub redact_env: Sourced<Vec<String>>,
-    pub ignore_violations: Sourced<BTreeMap<String, Vec<String>>>,
-    pub enable_weaker_nested_sandbox: Sourced<bool>,
-    pub enable_weaker_network_isolation: Sourced<bool>,
-    /// Keys @anthropic-ai/sandbox-runtime accepts that this sandbox does not enforce yet;
-    /// accepted so that existing files load unchanged, and shown by `/sandbox`.
-    pub passthrough: BTreeMap<String, Sourced<Value>>,
-    /// Every file consulted, in order, and whether it existed.
-    pub layers: Vec<(PathBuf, bool)>,
-    /// Why each default denyRead entry is there (`credentials`).
-    pub deny_read_reasons: BTreeMap<String, &'static str>,
-    /// The project file, if there is one: what it would widen and whether that applies.
-    pub project: Option<crate::policy::trust::ProjectLayer>,
-    /// Directories the user allowed writes to for this session only (a prompt's answer),
-    /// each with how it was granted: writable in both layers, never written to a file.
-    pub session_allow_write: Vec<(String, Source)>,
-}
-
-pub const DEFAULT_ALLOWED_DOMAINS: &[&str] = &[
-    "npmjs.org",
-    "*.npmjs.org",
-    "registry.npmjs.org",
-    "registry.yarnpkg.com",
-    "pypi.org",
-    "*.pypi.org",
-    "github.com",
-    "*.github.com",
-    "api.github.com",
-    "raw.githubusercontent.com",
-];
 
 impl Config {
     /// The built-in defaults for `env`: lists the other projects' transcript directories.
@@ -153,35 +27,6 @@ impl Config {
             &env.agent_dir,
             &other_sessions,
         ))
-    }
-
-    /// The built-in defaults, with `deny_read` (entry, why) from `credentials::defaults`.
-    pub fn defaults(deny_read: Vec<(String, &'static str)>) -> Config {
-        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        Config {
-            enabled: Sourced::default(true),
-            mode: Sourced::default(Mode::ReadWrite),
-            allowed_domains: Sourced::default(strings(DEFAULT_ALLOWED_DOMAINS)),
-            denied_domains: Sourced::default(vec![]),
-            allow_unix_sockets: Sourced::default(vec![]),
-            allow_all_unix_sockets: Sourced::default(false),
-            deny_read: Sourced::default(deny_read.iter().map(|(p, _)| p.clone()).collect()),
-            deny_read_reasons: deny_read.into_iter().collect(),
-            allow_write: Sourced::default(strings(&[".", "/tmp"])),
-            deny_write: Sourced::default(strings(&[".env", ".env.*", "*.pem", "*.key"])),
-            allow_hooks_path: Sourced::default(false),
-            env_allow: Sourced::default(vec![]),
-            env_deny: Sourced::default(vec![]),
-            redact_values: Sourced::default(vec![]),
-            redact_env: Sourced::default(vec![]),
-            ignore_violations: Sourced::default(BTreeMap::new()),
-            enable_weaker_nested_sandbox: Sourced::default(false),
-            enable_weaker_network_isolation: Sourced::default(false),
-            passthrough: BTreeMap::new(),
-            layers: vec![],
-            project: None,
-            session_allow_write: vec![],
-        }
     }
 }
 
@@ -409,20 +254,8 @@ fn check_domains(file: &Path, key: &str, items: &[String]) -> Result<(), ConfigE
 
 /// Applies one parsed layer on top of `cfg`.
 fn apply_layer(cfg: &mut Config, file: &Path, layer: FileLayer) -> Result<(), ConfigError> {
-    let src = || Source::File(file.to_path_buf());
-    let set = |slot: &mut Sourced<Vec<String>>, v: Option<Vec<String>>| {
-        if let Some(v) = v {
-            *slot = Sourced {
-                value: v,
-                source: src(),
-            };
-        }
-    };
     if let Some(v) = layer.enabled {
-        cfg.enabled = Sourced {
-            value: v,
-            source: src(),
-        };
+        cfg.enabled = from_file(v, file);
     }
     if let Some(m) = layer.mode {
         let mode = Mode::parse(&m).ok_or_else(|| {
@@ -432,70 +265,21 @@ fn apply_layer(cfg: &mut Config, file: &Path, layer: FileLayer) -> Result<(), Co
                 format!("unknown mode {m:?}; use {MODE_HELP}"),
             )
         })?;
-        cfg.mode = Sourced {
-            value: mode,
-            source: src(),
-        };
+        cfg.mode = from_file(mode, file);
     }
-    let mut passthrough = |key: &str, v: Option<Value>| {
-        if let Some(v) = v {
-            cfg.passthrough.insert(
-                key.to_string(),
-                Sourced {
-                    value: v,
-                    source: src(),
-                },
-            );
-        }
-    };
-    passthrough("ripgrep", layer.ripgrep);
-    passthrough(
+    pass_through(cfg, file, "ripgrep", layer.ripgrep);
+    pass_through(
+        cfg,
+        file,
         "mandatoryDenySearchDepth",
         layer.mandatory_deny_search_depth,
     );
-    passthrough("allowPty", layer.allow_pty);
+    pass_through(cfg, file, "allowPty", layer.allow_pty);
     if let Some(net) = layer.network {
-        if let Some(v) = &net.allow_unix_sockets {
-            check_strings(file, "network.allowUnixSockets", v)?;
-        }
-        set(&mut cfg.allow_unix_sockets, net.allow_unix_sockets);
-        if let Some(v) = net.allow_all_unix_sockets {
-            cfg.allow_all_unix_sockets = Sourced {
-                value: v,
-                source: src(),
-            };
-        }
-        passthrough("network.allowLocalBinding", net.allow_local_binding);
-        passthrough("network.httpProxyPort", net.http_proxy_port);
-        passthrough("network.socksProxyPort", net.socks_proxy_port);
-        if let Some(v) = &net.allowed_domains {
-            check_domains(file, "network.allowedDomains", v)?;
-        }
-        if let Some(v) = &net.denied_domains {
-            check_domains(file, "network.deniedDomains", v)?;
-        }
-        set(&mut cfg.allowed_domains, net.allowed_domains);
-        set(&mut cfg.denied_domains, net.denied_domains);
+        apply_network(cfg, file, net)?;
     }
     if let Some(fs) = layer.filesystem {
-        for (key, v) in [
-            ("filesystem.denyRead", &fs.deny_read),
-            ("filesystem.allowWrite", &fs.allow_write),
-            ("filesystem.denyWrite", &fs.deny_write),
-        ] {
-            if let Some(v) = v {
-                check_strings(file, key, v)?;
-            }
-        }
-        if let Some(v) = fs.allow_hooks_path {
-            cfg.allow_hooks_path = Sourced {
-                value: v,
-                source: src(),
-            };
-        }
-        set(&mut cfg.deny_read, fs.deny_read);
-        set(&mut cfg.allow_write, fs.allow_write);
-        set(&mut cfg.deny_write, fs.deny_write);
+        apply_filesystem(cfg, file, fs)?;
     }
     if let Some(env) = layer.env {
         for (key, v) in [("env.allow", &env.allow), ("env.deny", &env.deny)] {
@@ -503,56 +287,120 @@ fn apply_layer(cfg: &mut Config, file: &Path, layer: FileLayer) -> Result<(), Co
                 check_var_names(file, key, v, Wildcards::Allowed)?;
             }
         }
-        set(&mut cfg.env_allow, env.allow);
-        set(&mut cfg.env_deny, env.deny);
+        set_list(&mut cfg.env_allow, env.allow, file);
+        set_list(&mut cfg.env_deny, env.deny, file);
     }
     if let Some(redact) = layer.redact {
-        if let Some(v) = &redact.values {
-            check_strings(file, "redact.values", v)?;
-            for (i, value) in v.iter().enumerate() {
-                if value.len() < crate::redact::MIN_SECRET_LEN {
-                    return Err(schema_err(
-                        file,
-                        format!("redact.values[{i}]"),
-                        format!(
-                            "a value to hide must have at least {} characters (shorter ones would garble ordinary output)",
-                            crate::redact::MIN_SECRET_LEN
-                        ),
-                    ));
-                }
-            }
-        }
-        if let Some(v) = &redact.env {
-            check_var_names(file, "redact.env", v, Wildcards::Refused)?;
-        }
-        // Each layer adds to the lists: a project file cannot unlist what the user hides.
-        for (target, more) in [
-            (&mut cfg.redact_values, redact.values),
-            (&mut cfg.redact_env, redact.env),
-        ] {
-            if let Some(more) = more {
-                target.value.extend(more);
-                target.source = src();
-            }
-        }
+        apply_redact(cfg, file, redact)?;
     }
     if let Some(v) = layer.ignore_violations {
-        cfg.ignore_violations = Sourced {
-            value: v,
-            source: src(),
-        };
+        cfg.ignore_violations = from_file(v, file);
     }
     if let Some(v) = layer.enable_weaker_nested_sandbox {
-        cfg.enable_weaker_nested_sandbox = Sourced {
-            value: v,
-            source: src(),
-        };
+        cfg.enable_weaker_nested_sandbox = from_file(v, file);
     }
     if let Some(v) = layer.enable_weaker_network_isolation {
-        cfg.enable_weaker_network_isolation = Sourced {
-            value: v,
-            source: src(),
-        };
+        cfg.enable_weaker_network_isolation = from_file(v, file);
+    }
+    Ok(())
+}
+
+/// `value`, as `file` set it.
+fn from_file<T>(value: T, file: &Path) -> Sourced<T> {
+    Sourced {
+        value,
+        source: Source::File(file.to_path_buf()),
+    }
+}
+
+/// A list the layer sets replaces the one below.
+fn set_list(slot: &mut Sourced<Vec<String>>, v: Option<Vec<String>>, file: &Path) {
+    if let Some(v) = v {
+        *slot = from_file(v, file);
+    }
+}
+
+/// A key accepted for @anthropic-ai/sandbox-runtime's files and not enforced here.
+fn pass_through(cfg: &mut Config, file: &Path, key: &str, v: Option<Value>) {
+    if let Some(v) = v {
+        cfg.passthrough.insert(key.to_string(), from_file(v, file));
+    }
+}
+
+fn apply_network(cfg: &mut Config, file: &Path, net: NetworkLayer) -> Result<(), ConfigError> {
+    if let Some(v) = &net.allow_unix_sockets {
+        check_strings(file, "network.allowUnixSockets", v)?;
+    }
+    set_list(&mut cfg.allow_unix_sockets, net.allow_unix_sockets, file);
+    if let Some(v) = net.allow_all_unix_sockets {
+        cfg.allow_all_unix_sockets = from_file(v, file);
+    }
+    pass_through(
+        cfg,
+        file,
+        "network.allowLocalBinding",
+        net.allow_local_binding,
+    );
+    pass_through(cfg, file, "network.httpProxyPort", net.http_proxy_port);
+    pass_through(cfg, file, "network.socksProxyPort", net.socks_proxy_port);
+    if let Some(v) = &net.allowed_domains {
+        check_domains(file, "network.allowedDomains", v)?;
+    }
+    if let Some(v) = &net.denied_domains {
+        check_domains(file, "network.deniedDomains", v)?;
+    }
+    set_list(&mut cfg.allowed_domains, net.allowed_domains, file);
+    set_list(&mut cfg.denied_domains, net.denied_domains, file);
+    Ok(())
+}
+
+fn apply_filesystem(cfg: &mut Config, file: &Path, fs: FilesystemLayer) -> Result<(), ConfigError> {
+    for (key, v) in [
+        ("filesystem.denyRead", &fs.deny_read),
+        ("filesystem.allowWrite", &fs.allow_write),
+        ("filesystem.denyWrite", &fs.deny_write),
+    ] {
+        if let Some(v) = v {
+            check_strings(file, key, v)?;
+        }
+    }
+    if let Some(v) = fs.allow_hooks_path {
+        cfg.allow_hooks_path = from_file(v, file);
+    }
+    set_list(&mut cfg.deny_read, fs.deny_read, file);
+    set_list(&mut cfg.allow_write, fs.allow_write, file);
+    set_list(&mut cfg.deny_write, fs.deny_write, file);
+    Ok(())
+}
+
+fn apply_redact(cfg: &mut Config, file: &Path, redact: RedactLayer) -> Result<(), ConfigError> {
+    if let Some(v) = &redact.values {
+        check_strings(file, "redact.values", v)?;
+        for (i, value) in v.iter().enumerate() {
+            if value.len() < crate::policy::environment::MIN_SECRET_LEN {
+                return Err(schema_err(
+                    file,
+                    format!("redact.values[{i}]"),
+                    format!(
+                        "a value to hide must have at least {} characters (shorter ones would garble ordinary output)",
+                        crate::policy::environment::MIN_SECRET_LEN
+                    ),
+                ));
+            }
+        }
+    }
+    if let Some(v) = &redact.env {
+        check_var_names(file, "redact.env", v, Wildcards::Refused)?;
+    }
+    // Each layer adds to the lists: a project file cannot unlist what the user hides.
+    for (target, more) in [
+        (&mut cfg.redact_values, redact.values),
+        (&mut cfg.redact_env, redact.env),
+    ] {
+        if let Some(more) = more {
+            target.value.extend(more);
+            target.source = Source::File(file.to_path_buf());
+        }
     }
     Ok(())
 }
@@ -608,91 +456,6 @@ pub fn merge(
         }
     }
     Ok(cfg)
-}
-
-/// The directories a session depends on, read from the environment once, at the edge.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Env {
-    pub home: PathBuf,
-    pub cwd: PathBuf,
-    pub agent_dir: PathBuf,
-    /// The folders pi keeps this session's transcripts in, as pi names them (absolute, not
-    /// canonical): the live one first (pi's own answer, else `pi_session::configured_dir`),
-    /// then where the environment or the settings would put the next session. Empty: pi's
-    /// per-project folder in the agent dir.
-    pub session_dirs: Vec<PathBuf>,
-    /// The live transcript, when pi said which (pi appends to it on the host).
-    pub session_file: Option<PathBuf>,
-    /// The extensions pi's settings make it load at start, as pi's package manager named
-    /// them (`pi_loads`). Empty without pi (the CLI).
-    pub pi_loads: Vec<crate::policy::pi_loads::PiLoad>,
-}
-
-impl Env {
-    /// `PI_CODING_AGENT_DIR` (default `~/.pi/agent`) and `HOME`; pi expands a leading `~` in
-    /// these variables, so we do too. Where pi keeps its transcripts: `with_sessions`.
-    pub fn from_process(cwd: &Path) -> Env {
-        let home = dirs::home_dir().unwrap_or_else(|| PathBuf::from("/"));
-        let agent_dir = std::env::var("PI_CODING_AGENT_DIR")
-            .ok()
-            .filter(|v| !v.is_empty())
-            .and_then(|v| crate::paths::expand(&v, &home, cwd).ok())
-            .unwrap_or_else(|| home.join(".pi/agent"));
-        Env {
-            home: home.clone(),
-            cwd: cwd.to_path_buf(),
-            agent_dir,
-            session_dirs: vec![],
-            session_file: None,
-            pi_loads: vec![],
-        }
-    }
-
-    /// Where pi keeps this session's transcripts: the live transcript `file` and the folder
-    /// `dir` as pi named them (absolute), then the folder `PI_CODING_AGENT_SESSION_DIR` or the
-    /// settings of this env's agent dir and project name (`pi_session::configured_dir`), where
-    /// pi puts the next session. Without pi's answer, that last one is the live folder.
-    pub fn with_sessions(&mut self, dir: Option<PathBuf>, file: Option<PathBuf>) {
-        let var = std::env::var("PI_CODING_AGENT_SESSION_DIR").ok();
-        let configured = crate::policy::pi_session::configured_dir(
-            var.as_deref(),
-            &self.home,
-            &self.agent_dir,
-            &self.cwd,
-        );
-        let live = file
-            .as_deref()
-            .and_then(Path::parent)
-            .map(Path::to_path_buf);
-        self.session_dirs.clear();
-        for d in [live, dir, configured].into_iter().flatten() {
-            if !self.session_dirs.contains(&d) {
-                self.session_dirs.push(d);
-            }
-        }
-        self.session_file = file;
-    }
-
-    /// The layout tests use: `<root>/home`, `<root>/proj`, the agent dir in its default place.
-    #[cfg(test)]
-    pub fn under(root: &Path) -> Env {
-        Env {
-            home: root.join("home"),
-            cwd: root.join("proj"),
-            agent_dir: root.join("home/.pi/agent"),
-            session_dirs: vec![],
-            session_file: None,
-            pi_loads: vec![],
-        }
-    }
-
-    pub fn global_config(&self) -> PathBuf {
-        self.agent_dir.join("extensions").join("sandbox.json")
-    }
-
-    pub fn project_config(&self) -> PathBuf {
-        self.cwd.join(".pi").join("sandbox.json")
-    }
 }
 
 /// Reads a layer file; absent is `None`, any other failure is an error (fail closed: an
@@ -757,7 +520,7 @@ struct ProjectMeaning {
     wanted: Config,
     /// Only what tightens applied.
     restricted: Config,
-    widenings: Vec<crate::policy::trust::Widening>,
+    widenings: Vec<Widening>,
     /// The key a trust answer about it is stored under.
     sha256: String,
 }
@@ -777,7 +540,7 @@ fn project_meaning(env: &Env, base: &Config, text: &str) -> Result<ProjectMeanin
     Ok(ProjectMeaning {
         wanted,
         restricted,
-        sha256: crate::session::approvals::content_hash(meaning.as_bytes()),
+        sha256: crate::policy::project_layer::content_hash(meaning.as_bytes()),
         widenings,
     })
 }
@@ -791,310 +554,5 @@ pub fn project_trust_key(env: &Env, text: &str) -> Result<(String, bool), Config
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn auth() -> Config {
-        Config::defaults(crate::policy::credentials::defaults(Path::new("/a"), &[]))
-    }
-
-    fn one(text: &str) -> Result<Config, ConfigError> {
-        merge(
-            auth(),
-            &[(PathBuf::from("/p/.pi/sandbox.json"), Some(text.to_string()))],
-        )
-    }
-
-    #[test]
-    fn defaults_match_the_design_card() {
-        let c = merge(auth(), &[]).unwrap();
-        assert!(c.enabled.value);
-        assert_eq!(c.mode.value, Mode::ReadWrite);
-        assert_eq!(c.deny_read.value[..3], ["~/.ssh", "~/.aws", "~/.gnupg"]);
-        assert!(c.deny_read.value.contains(&"/a/auth.json".to_string()));
-        assert!(c.deny_read.value.contains(&"/a/models.json".to_string()));
-        assert_eq!(
-            c.deny_read_reasons["/a/models.json"],
-            crate::policy::credentials::MODELS_JSON_WHY
-        );
-        assert_eq!(c.allow_write.value, vec![".", "/tmp"]);
-        assert_eq!(c.deny_write.value, vec![".env", ".env.*", "*.pem", "*.key"]);
-        assert!(c
-            .allowed_domains
-            .value
-            .contains(&"*.github.com".to_string()));
-        assert_eq!(c.deny_read.source, Source::Defaults);
-    }
-
-    #[test]
-    fn later_layers_replace_keys_they_set_and_keep_the_rest() {
-        let g = PathBuf::from("/a/extensions/sandbox.json");
-        let p = PathBuf::from("/p/.pi/sandbox.json");
-        let c = merge(
-            auth(),
-            &[
-                (
-                    g.clone(),
-                    Some(r#"{"filesystem":{"denyRead":["~/x"],"allowWrite":["~/w"]}}"#.into()),
-                ),
-                (
-                    p.clone(),
-                    Some(r#"{"filesystem":{"allowWrite":["."]}}"#.into()),
-                ),
-            ],
-        )
-        .unwrap();
-        assert_eq!(c.deny_read.value, vec!["~/x"]);
-        assert_eq!(c.deny_read.source, Source::File(g.clone()));
-        assert_eq!(c.allow_write.value, vec!["."]);
-        assert_eq!(c.allow_write.source, Source::File(p.clone()));
-        assert_eq!(c.deny_write.source, Source::Defaults);
-        assert_eq!(c.layers, vec![(g, true), (p, true)]);
-    }
-
-    #[test]
-    fn absent_files_are_skipped_and_recorded() {
-        let c = merge(auth(), &[(PathBuf::from("/nope.json"), None)]).unwrap();
-        assert_eq!(c.layers, vec![(PathBuf::from("/nope.json"), false)]);
-        assert_eq!(c.deny_read.source, Source::Defaults);
-    }
-
-    #[test]
-    fn a_seed_file_with_every_documented_key_loads_unchanged() {
-        let c = one(r#"{
-              "enabled": true,
-              "network": {
-                "allowedDomains": ["github.com", "*.github.com", "registry.npmjs.org"],
-                "deniedDomains": ["evil.example"],
-                "allowLocalBinding": false,
-                "allowUnixSockets": ["/var/run/docker.sock"]
-              },
-              "filesystem": {
-                "denyRead": ["~/.ssh", "~/.aws", "~/.gnupg"],
-                "allowWrite": [".", "/tmp"],
-                "denyWrite": [".env", ".env.*", "*.pem", "*.key"]
-              },
-              "ignoreViolations": {"*": ["/usr/bin"], "git push": ["/usr/bin/nc"]},
-              "enableWeakerNestedSandbox": true,
-              "enableWeakerNetworkIsolation": true
-            }"#)
-        .unwrap();
-        assert_eq!(c.denied_domains.value, vec!["evil.example"]);
-        assert!(c.enable_weaker_nested_sandbox.value);
-        assert!(c.enable_weaker_network_isolation.value);
-        assert_eq!(c.ignore_violations.value["git push"], vec!["/usr/bin/nc"]);
-        // enforced now: a real key, not passed through
-        assert!(!c.allow_unix_sockets.value.is_empty());
-    }
-
-    #[test]
-    fn invalid_json_names_file_line_and_column() {
-        let e = one("{\n  \"enabled\": true,\n  \"mode\" \"ro\"\n}").unwrap_err();
-        match &e {
-            ConfigError::Parse {
-                file, line, column, ..
-            } => {
-                assert_eq!(file, &PathBuf::from("/p/.pi/sandbox.json"));
-                assert_eq!(*line, 3);
-                assert_eq!(*column, 10);
-            }
-            other => panic!("expected a parse error, got {other:?}"),
-        }
-        let text = e.to_string();
-        assert!(
-            text.starts_with("/p/.pi/sandbox.json:3:10: invalid JSON"),
-            "{text}"
-        );
-        assert_eq!(e.code(), "E_CONFIG_PARSE");
-    }
-
-    #[test]
-    fn unknown_keys_name_the_key_path() {
-        let e = one(r#"{"filesystem":{"denyReed":["~/x"]}}"#).unwrap_err();
-        let text = e.to_string();
-        assert!(text.contains("filesystem.denyReed"), "{text}");
-        assert!(text.contains("unknown field"), "{text}");
-        assert_eq!(e.code(), "E_CONFIG_SCHEMA");
-        let e = one(r#"{"enabeld":true}"#).unwrap_err();
-        assert!(e.to_string().contains("`enabeld`"), "{e}");
-    }
-
-    #[test]
-    fn what_a_hostile_file_says_in_its_errors_is_escaped() {
-        // An unknown key the parser quotes back: it must not start a line of its own or
-        // erase one in the notice that shows the error.
-        for text in [
-            "{\"x\\nFAKE LINE\\u001b[2K\\u202e\": 1}",
-            "{\"mode\": \"a\\u2028b\\r\"}",
-        ] {
-            let e = one(text).unwrap_err().to_string();
-            assert!(!e.chars().any(shown::is_hidden), "{e:?}");
-        }
-        let e = one("{\"x\\nFAKE\": 1}").unwrap_err().to_string();
-        assert!(e.contains("x\\x0aFAKE"), "{e}");
-    }
-
-    #[test]
-    fn wrong_types_name_the_key_path_and_index() {
-        let e = one(r#"{"filesystem":{"denyWrite":[".env", 3]}}"#).unwrap_err();
-        let text = e.to_string();
-        assert!(text.contains("filesystem.denyWrite[1]"), "{text}");
-        assert!(text.contains("expected a string"), "{text}");
-        let e = one(r#"{"enabled":"yes"}"#).unwrap_err();
-        assert!(e.to_string().contains("`enabled`"), "{e}");
-        let e = one(r#"["not", "an", "object"]"#).unwrap_err();
-        assert!(e.to_string().contains("one JSON object"), "{e}");
-    }
-
-    #[test]
-    fn bad_values_are_rejected_with_the_fix() {
-        let e = one(r#"{"mode":"sometimes"}"#).unwrap_err();
-        assert!(e.to_string().contains("read-only"), "{e}");
-        let e = one(r#"{"network":{"allowedDomains":["https://github.com"]}}"#).unwrap_err();
-        assert!(e.to_string().contains("network.allowedDomains[0]"), "{e}");
-        for bad in [
-            "github.com:443",
-            "github.com/x",
-            "*.10.0.0.1",
-            "a b.com",
-            "*.",
-        ] {
-            let text = format!(r#"{{"network":{{"deniedDomains":["ok.com",{bad:?}]}}}}"#);
-            let e = one(&text).unwrap_err();
-            assert!(
-                e.to_string().contains("network.deniedDomains[1]"),
-                "{bad}: {e}"
-            );
-        }
-        // What the proxy matches is what the config accepts: IPv6, IDN, IP spellings.
-        one(r#"{"network":{"allowedDomains":["::1","[fe80::1]","bücher.de","127.1","*.xn--mnchen-3ya.de"]}}"#)
-            .unwrap();
-        let e = one(r#"{"filesystem":{"allowWrite":[""]}}"#).unwrap_err();
-        assert!(e.to_string().contains("filesystem.allowWrite[0]"), "{e}");
-    }
-
-    #[test]
-    fn modes_and_aliases_parse() {
-        for (s, m) in [
-            ("read-only", Mode::ReadOnly),
-            ("readonly", Mode::ReadOnly),
-            ("RO", Mode::ReadOnly),
-            ("read-write", Mode::ReadWrite),
-            ("readwrite", Mode::ReadWrite),
-            ("rw", Mode::ReadWrite),
-            ("yolo", Mode::Yolo),
-        ] {
-            assert_eq!(Mode::parse(s), Some(m), "{s}");
-        }
-        assert_eq!(Mode::parse("off"), None);
-        assert_eq!(Mode::ReadOnly.next(), Mode::ReadWrite);
-        assert_eq!(Mode::ReadWrite.next(), Mode::Yolo);
-        assert_eq!(Mode::Yolo.next(), Mode::ReadOnly);
-        let c = one(r#"{"mode":"ro"}"#).unwrap();
-        assert_eq!(c.mode.value, Mode::ReadOnly);
-    }
-
-    /// An env under a new temporary directory, with the project's `.pi` made.
-    fn temp_env() -> (tempfile::TempDir, Env) {
-        let t = tempfile::tempdir().unwrap();
-        let env = Env {
-            home: t.path().join("home"),
-            cwd: t.path().join("proj"),
-            agent_dir: t.path().join("agent"),
-            session_dirs: vec![],
-            session_file: None,
-            pi_loads: vec![],
-        };
-        std::fs::create_dir_all(env.cwd.join(".pi")).unwrap();
-        (t, env)
-    }
-
-    #[test]
-    fn load_reads_real_files_and_fails_closed_on_unreadable_ones() {
-        let (_t, env) = temp_env();
-        std::fs::write(env.project_config(), r#"{"mode":"ro"}"#).unwrap();
-        let pending = |_: &Path, _: &str| Trust::Pending;
-        let c = load(&env, &pending).unwrap();
-        assert_eq!(c.mode.source, Source::File(env.project_config()));
-        assert_eq!(c.project.unwrap().trust, Trust::Trusted, "it only tightens");
-        // a directory where the file should be cannot be read: error, not "no rules"
-        std::fs::create_dir_all(env.global_config()).unwrap();
-        let e = load(&env, &pending).unwrap_err();
-        assert_eq!(e.code(), "E_CONFIG_READ");
-        assert_eq!(e.file(), env.global_config());
-    }
-
-    #[test]
-    fn a_widening_project_file_applies_only_once_its_exact_content_is_trusted() {
-        let (_t, env) = temp_env();
-        let text = r#"{"enabled":false,"mode":"read-only"}"#;
-        std::fs::write(env.project_config(), text).unwrap();
-        let hash = crate::session::approvals::content_hash(
-            format!("{text}\0turn the sandbox off (enabled: false)").as_bytes(),
-        );
-        let seen = std::cell::RefCell::new(vec![]);
-        let trusted_hash = std::cell::RefCell::new(String::from("other"));
-        let trust_of = |f: &Path, sha: &str| {
-            seen.borrow_mut().push((f.to_path_buf(), sha.to_string()));
-            if sha == *trusted_hash.borrow() {
-                Trust::Trusted
-            } else {
-                Trust::Pending
-            }
-        };
-        let untrusted = load(&env, &trust_of).unwrap();
-        assert!(untrusted.enabled.value, "enabled:false waits for trust");
-        assert_eq!(untrusted.mode.value, Mode::ReadOnly, "tightening applies");
-        let p = untrusted.project.unwrap();
-        assert_eq!(
-            (p.trust, p.sha256.as_str()),
-            (Trust::Pending, hash.as_str())
-        );
-        assert_eq!(p.widenings.len(), 1);
-        assert_eq!(seen.borrow()[0], (env.project_config(), hash.clone()));
-        *trusted_hash.borrow_mut() = hash;
-        let trusted = load(&env, &trust_of).unwrap();
-        assert!(!trusted.enabled.value, "trusted: applied in full");
-    }
-
-    #[test]
-    fn a_link_swapped_in_after_trust_is_a_new_question() {
-        let (t, env) = temp_env();
-        let outside = t.path().join("outside");
-        std::fs::create_dir_all(&outside).unwrap();
-        std::fs::create_dir_all(env.cwd.join("build")).unwrap();
-        std::fs::create_dir_all(&env.home).unwrap();
-        // `./build` widens nothing while it is a directory of the project; `outside` does.
-        let text = format!(
-            r#"{{"filesystem":{{"allowWrite":[".","/tmp","./build","{}"]}}}}"#,
-            outside.display()
-        );
-        std::fs::write(env.project_config(), &text).unwrap();
-        let pending = |_: &Path, _: &str| Trust::Pending;
-        let first = load(&env, &pending).unwrap().project.unwrap();
-        assert_eq!(first.widenings.len(), 1, "{:?}", first.widenings);
-        let trusted = first.sha256.clone();
-        let trust_of = |_: &Path, sha: &str| {
-            if sha == trusted {
-                Trust::Trusted
-            } else {
-                Trust::Pending
-            }
-        };
-        assert_eq!(
-            load(&env, &trust_of).unwrap().project.unwrap().trust,
-            Trust::Trusted
-        );
-        // The same bytes, but `build` now leads to the home directory.
-        std::fs::remove_dir(env.cwd.join("build")).unwrap();
-        std::os::unix::fs::symlink(&env.home, env.cwd.join("build")).unwrap();
-        let after = load(&env, &trust_of).unwrap();
-        let p = after.project.as_ref().unwrap();
-        assert_eq!(p.trust, Trust::Pending, "{:?}", p.widenings);
-        assert!(p
-            .widenings
-            .iter()
-            .any(|w| w.what.contains(&*env.home.to_string_lossy())));
-        assert!(!after.allow_write.value.contains(&"./build".to_string()));
-    }
-}
+#[path = "config_tests.rs"]
+mod tests;

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::policy::config::Env;
+use crate::policy::session_env::Env;
 
 /// A default entry: the path as written in a config (`~` for home), and why it is there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,6 +9,10 @@ use std::path::Path;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
+/// Values shorter than this are never redacted: a variable that holds `1`, `true` or `dev`
+/// is not a secret, and hiding every such word would garble the output.
+pub(crate) const MIN_SECRET_LEN: usize = 8;
+
 /// Name patterns of variables that usually hold secrets (case-insensitive), with why.
 pub const SECRET_PATTERNS: &[(&str, &str)] = &[
     ("*_TOKEN", "a token"),

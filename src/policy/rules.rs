@@ -18,7 +18,7 @@ use aho_corasick::AhoCorasick;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use rustc_hash::FxHashMap;
 
-use crate::policy::config::Source;
+use crate::policy::config_values::Source;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rule {
