@@ -23,10 +23,11 @@ use crate::net::gate::CommandNet;
 use crate::open::OpenError;
 use crate::platform::linux::bwrap::{self, BwrapError, FdSource, ARGS_FD};
 use crate::platform::macos::seatbelt::{self, SeatbeltPolicy};
-use crate::platform::mounts::{self, Facts, FileKind, MountPlan, Scan};
+use crate::platform::mounts::{self, Facts, FileKind, MountPlan};
 use crate::policy::bash::Network;
 use crate::policy::guard::Guard;
 use crate::policy::protected::{Place, TABLE};
+use crate::surface::scan::{scan_protected, scanned_roots, Scan};
 
 #[derive(Debug)]
 pub enum LaunchError {
@@ -289,7 +290,7 @@ fn nul_separated(args: &[OsString]) -> Vec<u8> {
 /// What the guard keeps read-only in bash's writable trees, found now (the mount plan binds
 /// it; the audit after a command compares against it).
 pub fn scan(guard: &Guard) -> Scan {
-    mounts::scan_protected(guard, &mounts::scanned_roots(guard))
+    scan_protected(guard, &scanned_roots(guard))
 }
 
 /// The mount plan for `guard` as the disk is now; `scan` comes from `scan`.
