@@ -3,6 +3,7 @@
 pub mod bwrap;
 #[cfg(target_os = "linux")]
 pub mod fd_passing;
+pub(crate) mod launch;
 pub mod seccomp;
 #[cfg(target_os = "linux")]
 pub mod supervisor;
