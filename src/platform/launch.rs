@@ -6,6 +6,9 @@
 //! bwrap copies into the sandbox's private /tmp, so heredocs, quotes, `$`, backslashes and
 //! unicode arrive intact and nothing is left on the host. bwrap's options travel the same way
 //! (`--args`), NUL-separated, so paths of any encoding reach it byte for byte.
+//!
+//! Each OS's launch lives in its folder (`linux::launch`, `macos::launch`); this file holds
+//! what they share and picks between them.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -228,8 +231,37 @@ pub struct Sockets {
     pub allow_all: bool,
 }
 
+/// For launches that are not bwrap's.
+pub const NO_BWRAP_FEATURES: bwrap::Features = bwrap::Features {
+    disable_userns: false,
+};
+
+/// What runs inside the sandbox.
+#[derive(Debug, Clone, Copy)]
+pub enum Command<'a> {
+    /// A shell command for `bash -l`, passed as a script.
+    Shell(&'a str),
+    /// An argv run as given (the CLI's `run -- CMD ARGS`): no shell, no script.
+    Argv(&'a [OsString]),
+}
+
+// Each OS's launch, and what stands in for Linux's elsewhere: the one place that picks by OS.
+// sandbox-exec's launch builds everywhere (its profile is pure, so Linux tests it); bwrap's
+// only on Linux.
+
+#[cfg(target_os = "linux")]
+pub use crate::platform::linux::launch::bwrap;
 #[cfg(target_os = "linux")]
 pub use crate::platform::linux::supervisor::{AllowedSocket, Refusal, Supervisor};
+pub use crate::platform::macos::launch::seatbelt;
+
+/// No bwrap launch outside Linux: refused as on a machine without the kernel filter.
+#[cfg(not(target_os = "linux"))]
+pub fn bwrap(_setup: &Setup, _command: Command) -> Result<Launch, LaunchError> {
+    Err(LaunchError::Seccomp(
+        crate::platform::linux::seccomp::SeccompError::UnsupportedArch(std::env::consts::OS.into()),
+    ))
+}
 
 #[cfg(not(target_os = "linux"))]
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -253,23 +285,6 @@ impl Supervisor {
         vec![]
     }
 }
-
-/// For launches that are not bwrap's.
-pub const NO_BWRAP_FEATURES: bwrap::Features = bwrap::Features {
-    disable_userns: false,
-};
-
-/// What runs inside the sandbox.
-#[derive(Debug, Clone, Copy)]
-pub enum Command<'a> {
-    /// A shell command for `bash -l`, passed as a script.
-    Shell(&'a str),
-    /// An argv run as given (the CLI's `run -- CMD ARGS`): no shell, no script.
-    Argv(&'a [OsString]),
-}
-
-pub use crate::platform::linux::launch::bwrap;
-pub use crate::platform::macos::launch::seatbelt;
 
 #[cfg(test)]
 pub(crate) mod tests {

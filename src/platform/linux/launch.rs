@@ -73,14 +73,13 @@ fn bwrap_launch(
             filters: filters.len(),
             unset_env: setup.unset_env,
             set_env: setup.set_env,
-            supervised: cfg!(target_os = "linux"),
+            supervised: true,
             init_from_fd: executable_init().is_some(),
         },
         command,
     )?;
     let mut supervisor = None;
     let mut supervisor_end = None;
-    #[cfg(target_os = "linux")]
     if built.fds.contains(&FdSource::SupervisorSocket) {
         let (ours, theirs) = socket_pair().map_err(|e| LaunchError::Supervisor(e.to_string()))?;
         let door: Option<crate::platform::linux::supervisor::Door> = match (plan.network, setup.net)
@@ -171,7 +170,6 @@ fn bwrap_launch(
     })
 }
 
-#[cfg(target_os = "linux")]
 fn socket_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
     use std::os::fd::FromRawFd;
     let mut fds = [0; 2];
@@ -242,24 +240,14 @@ fn init_candidates() -> Vec<PathBuf> {
     out
 }
 
-#[cfg(target_os = "linux")]
 fn open_mount_source(path: &Path) -> Result<OwnedFd, LaunchError> {
     crate::open::mount_source(path).map_err(LaunchError::MountSource)
 }
 
-#[cfg(not(target_os = "linux"))]
-fn open_mount_source(path: &Path) -> Result<OwnedFd, LaunchError> {
-    Err(LaunchError::MountSource(crate::open::OpenError::Io {
-        path: path.to_path_buf(),
-        source: std::io::Error::from(std::io::ErrorKind::Unsupported),
-    }))
-}
-
 /// `bytes` in a file without a name (gone when the last fd on it closes), read from the start:
-/// a sealed memfd on Linux (no disk write per command, and no one holding a descriptor can
-/// change it), an unlinked temp file in `dir` elsewhere or without memfds.
+/// a sealed memfd (no disk write per command, and no one holding a descriptor can change
+/// it), an unlinked temp file in `dir` without memfds.
 fn unnamed_file(dir: &Path, bytes: &[u8]) -> Result<OwnedFd, LaunchError> {
-    #[cfg(target_os = "linux")]
     if let Ok(fd) = sealed_memfd(bytes) {
         return Ok(fd);
     }
@@ -271,13 +259,11 @@ fn unnamed_file(dir: &Path, bytes: &[u8]) -> Result<OwnedFd, LaunchError> {
     Ok(file.into())
 }
 
-#[cfg(target_os = "linux")]
 fn sealed_memfd(bytes: &[u8]) -> std::io::Result<OwnedFd> {
     sealed_memfd_with(bytes, false)
 }
 
 /// `bytes` in a sealed memfd, executable or not.
-#[cfg(target_os = "linux")]
 fn sealed_memfd_with(bytes: &[u8], executable: bool) -> std::io::Result<OwnedFd> {
     use std::os::fd::FromRawFd;
     let name = c"pi-sandbox";
@@ -316,25 +302,20 @@ fn sealed_memfd_with(bytes: &[u8], executable: bool) -> std::io::Result<OwnedFd>
 fn executable_init() -> Option<&'static OwnedFd> {
     static INIT: once_cell::sync::OnceCell<Option<OwnedFd>> = once_cell::sync::OnceCell::new();
     INIT.get_or_init(|| {
-        #[cfg(target_os = "linux")]
-        {
-            let bytes = init_program().ok()?;
-            let memfd = sealed_memfd_with(bytes, true).ok()?;
-            // Executed once here: a policy that refuses to run it (SELinux, fapolicyd) means
-            // the copy in /tmp instead, not a bash that never starts. Run without arguments
-            // it only says how to run it (status 126).
-            use std::os::fd::AsRawFd;
-            let probe = reopen(&memfd).ok()?;
-            let ran = std::process::Command::new(format!("/proc/self/fd/{}", probe.as_raw_fd()))
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .status()
-                .ok()?;
-            (ran.code() == Some(126)).then_some(memfd)
-        }
-        #[cfg(not(target_os = "linux"))]
-        None
+        let bytes = init_program().ok()?;
+        let memfd = sealed_memfd_with(bytes, true).ok()?;
+        // Executed once here: a policy that refuses to run it (SELinux, fapolicyd) means the
+        // copy in /tmp instead, not a bash that never starts. Run without arguments it only
+        // says how to run it (status 126).
+        use std::os::fd::AsRawFd;
+        let probe = reopen(&memfd).ok()?;
+        let ran = std::process::Command::new(format!("/proc/self/fd/{}", probe.as_raw_fd()))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .ok()?;
+        (ran.code() == Some(126)).then_some(memfd)
     })
     .as_ref()
 }
@@ -345,8 +326,7 @@ fn reopen(fd: &OwnedFd) -> std::io::Result<OwnedFd> {
     Ok(File::open(format!("/proc/self/fd/{}", fd.as_raw_fd()))?.into())
 }
 
-/// What every launch passes unchanged (pi-sandbox-init, the seccomp programs): on Linux
-/// written once per process into sealed memfds (`cell`, one per item of `items`), then item
+/// What every launch passes unchanged (pi-sandbox-init, the seccomp programs): written once per process into sealed memfds (`cell`, one per item of `items`), then item
 /// `i` opened anew for each launch, so that each reader starts at its beginning and nothing
 /// is copied per command.
 fn shared_file(
@@ -355,17 +335,13 @@ fn shared_file(
     items: &[&[u8]],
     i: usize,
 ) -> Result<OwnedFd, LaunchError> {
-    #[cfg(target_os = "linux")]
-    {
-        let sealed = cell
-            .get_or_try_init(|| items.iter().map(|b| sealed_memfd(b)).collect())
-            .map_err(script_error(dir))?;
-        if let Ok(f) = reopen(&sealed[i]) {
-            return Ok(f);
-        }
-        // No /proc here: a copy of its own.
+    let sealed = cell
+        .get_or_try_init(|| items.iter().map(|b| sealed_memfd(b)).collect())
+        .map_err(script_error(dir))?;
+    if let Ok(f) = reopen(&sealed[i]) {
+        return Ok(f);
     }
-    let _ = cell;
+    // No /proc here: a copy of its own.
     unnamed_file(dir, items[i])
 }
 
@@ -396,7 +372,6 @@ mod tests {
     }
 
     #[test]
-    #[cfg(target_os = "linux")]
     fn a_bwrap_launch_hands_every_named_fd_over_and_leaves_no_file() {
         use std::io::Read as _;
         let t = tempfile::tempdir().unwrap();
