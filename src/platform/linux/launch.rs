@@ -13,6 +13,7 @@ use crate::platform::launch::{
     bash_argv, plan_for, script_error, Command, Launch, LaunchError, Setup, Supervisor,
 };
 use crate::platform::linux::bwrap::{self, FdSource, ARGS_FD};
+use crate::platform::linux::seccomp::Program;
 use crate::platform::mounts::MountPlan;
 use crate::policy::bash::Network;
 
@@ -78,38 +79,12 @@ fn bwrap_launch(
         },
         command,
     )?;
-    let mut supervisor = None;
-    let mut supervisor_end = None;
-    if built.fds.contains(&FdSource::SupervisorSocket) {
-        let (ours, theirs) = socket_pair().map_err(|e| LaunchError::Supervisor(e.to_string()))?;
-        let door: Option<crate::platform::linux::supervisor::Door> = match (plan.network, setup.net)
-        {
-            (Network::Filtered, Some(net)) => {
-                let net = net.clone();
-                Some(Box::new(move |fd: OwnedFd| {
-                    // Not served, the door stays shut: the command has no network.
-                    let _ = net.serve(std::net::TcpListener::from(fd));
-                }))
-            }
-            (Network::Filtered, None) => {
-                return Err(LaunchError::Proxy("no proxy for this session".into()))
-            }
-            _ => None,
-        };
-        supervisor = Some(
-            Supervisor::start(
-                ours,
-                crate::platform::linux::supervisor::SocketRules {
-                    network: plan.network,
-                    allowed: setup.sockets.allowed.clone(),
-                    allow_all: setup.sockets.allow_all,
-                },
-                door,
-            )
-            .map_err(|e| LaunchError::Supervisor(e.to_string()))?,
-        );
-        supervisor_end = Some(theirs);
-    }
+    let (supervisor, mut supervisor_end) = if built.fds.contains(&FdSource::SupervisorSocket) {
+        let (supervisor, theirs) = start_supervisor(setup, plan)?;
+        (Some(supervisor), Some(theirs))
+    } else {
+        (None, None)
+    };
     create_placeholders(&plan.placeholders)?;
     let options: Vec<OsString> = built
         .args
@@ -119,37 +94,13 @@ fn bwrap_launch(
         .collect();
     let mut fds = vec![unnamed_file(tmp_dir, &nul_separated(&options))?];
     for source in &built.fds {
-        fds.push(match source {
-            FdSource::Path(p) => open_mount_source(p)?,
-            FdSource::Script => unnamed_file(tmp_dir, script.unwrap_or_default().as_bytes())?,
-            FdSource::Filter(i) => {
-                static FILTERS: once_cell::sync::OnceCell<Vec<OwnedFd>> =
-                    once_cell::sync::OnceCell::new();
-                let programs: Vec<&[u8]> = filters.iter().map(|f| f.bytes.as_slice()).collect();
-                shared_file(&FILTERS, tmp_dir, &programs, *i)?
-            }
-            FdSource::Init => {
-                static INIT: once_cell::sync::OnceCell<Vec<OwnedFd>> =
-                    once_cell::sync::OnceCell::new();
-                shared_file(&INIT, tmp_dir, &[init_program()?], 0)?
-            }
-            FdSource::InitExecutable => {
-                let init = executable_init().ok_or_else(|| {
-                    LaunchError::Supervisor("pi-sandbox-init's executable went away".into())
-                })?;
-                reopen(init).map_err(script_error(tmp_dir))?
-            }
-            FdSource::NotifyFilter => {
-                static NOTIFY: once_cell::sync::OnceCell<Vec<OwnedFd>> =
-                    once_cell::sync::OnceCell::new();
-                let framed =
-                    crate::platform::linux::seccomp::notify_file().map_err(LaunchError::Seccomp)?;
-                shared_file(&NOTIFY, tmp_dir, &[framed], 0)?
-            }
-            FdSource::SupervisorSocket => supervisor_end
-                .take()
-                .ok_or_else(|| LaunchError::Supervisor("named twice".into()))?,
-        });
+        fds.push(open_fd(
+            source,
+            tmp_dir,
+            filters,
+            script,
+            &mut supervisor_end,
+        )?);
     }
     let mut args: Vec<OsString> = vec!["--args".into(), ARGS_FD.to_string().into()];
     args.extend(built.args.iter().skip(options.len()).cloned());
@@ -167,6 +118,78 @@ fn bwrap_launch(
             .net
             .filter(|_| plan.network == Network::Filtered)
             .cloned(),
+    })
+}
+
+/// The socket supervisor for one command, started: it judges the command's `connect` and
+/// `bind` calls, and hands a filtered command's proxy its listening socket. Returns it and
+/// the socket's end the command gets.
+fn start_supervisor(setup: &Setup, plan: &MountPlan) -> Result<(Supervisor, OwnedFd), LaunchError> {
+    let (ours, theirs) = socket_pair().map_err(|e| LaunchError::Supervisor(e.to_string()))?;
+    let door: Option<crate::platform::linux::supervisor::Door> = match (plan.network, setup.net) {
+        (Network::Filtered, Some(net)) => {
+            let net = net.clone();
+            Some(Box::new(move |fd: OwnedFd| {
+                // Not served, the door stays shut: the command has no network.
+                let _ = net.serve(std::net::TcpListener::from(fd));
+            }))
+        }
+        (Network::Filtered, None) => {
+            return Err(LaunchError::Proxy("no proxy for this session".into()))
+        }
+        _ => None,
+    };
+    let supervisor = Supervisor::start(
+        ours,
+        crate::platform::linux::supervisor::SocketRules {
+            network: plan.network,
+            allowed: setup.sockets.allowed.clone(),
+            allow_all: setup.sockets.allow_all,
+        },
+        door,
+    )
+    .map_err(|e| LaunchError::Supervisor(e.to_string()))?;
+    Ok((supervisor, theirs))
+}
+
+/// The fd for one of bwrap's fd options, opened now: `supervisor_end` is taken by the one
+/// option that names the supervisor's socket.
+fn open_fd(
+    source: &FdSource,
+    tmp_dir: &Path,
+    filters: &[Program],
+    script: Option<&str>,
+    supervisor_end: &mut Option<OwnedFd>,
+) -> Result<OwnedFd, LaunchError> {
+    Ok(match source {
+        FdSource::Path(p) => open_mount_source(p)?,
+        FdSource::Script => unnamed_file(tmp_dir, script.unwrap_or_default().as_bytes())?,
+        FdSource::Filter(i) => {
+            static FILTERS: once_cell::sync::OnceCell<Vec<OwnedFd>> =
+                once_cell::sync::OnceCell::new();
+            let programs: Vec<&[u8]> = filters.iter().map(|f| f.bytes.as_slice()).collect();
+            shared_file(&FILTERS, tmp_dir, &programs, *i)?
+        }
+        FdSource::Init => {
+            static INIT: once_cell::sync::OnceCell<Vec<OwnedFd>> = once_cell::sync::OnceCell::new();
+            shared_file(&INIT, tmp_dir, &[init_program()?], 0)?
+        }
+        FdSource::InitExecutable => {
+            let init = executable_init().ok_or_else(|| {
+                LaunchError::Supervisor("pi-sandbox-init's executable went away".into())
+            })?;
+            reopen(init).map_err(script_error(tmp_dir))?
+        }
+        FdSource::NotifyFilter => {
+            static NOTIFY: once_cell::sync::OnceCell<Vec<OwnedFd>> =
+                once_cell::sync::OnceCell::new();
+            let framed =
+                crate::platform::linux::seccomp::notify_file().map_err(LaunchError::Seccomp)?;
+            shared_file(&NOTIFY, tmp_dir, &[framed], 0)?
+        }
+        FdSource::SupervisorSocket => supervisor_end
+            .take()
+            .ok_or_else(|| LaunchError::Supervisor("named twice".into()))?,
     })
 }
 
