@@ -4,6 +4,7 @@
 //! `plan` is pure (it is told what exists); `surface::scan::scan_protected` is the I/O that
 //! feeds it.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -77,29 +78,35 @@ pub fn writable_roots(guard: &Guard) -> Vec<PathBuf> {
     allow_write_roots(guard)
 }
 
-pub fn plan(guard: &Guard, facts: &Facts, network: Network, script: Option<&Path>) -> MountPlan {
-    let env = guard.env();
-    // Each path is asked about several times below (the denyRead list and the table's fixed
-    // places alone are dozens of paths): once on disk is enough for one plan.
-    let known: std::cell::RefCell<HashMap<PathBuf, FileKind>> = Default::default();
-    let kind = |p: &Path| {
-        if let Some(k) = known.borrow().get(p) {
+/// What `plan` asks of the disk, each path once: the denyRead list and the table's fixed
+/// places alone are dozens of paths, asked about several times in one plan.
+struct Disk<'a> {
+    kind_of: &'a dyn Fn(&Path) -> FileKind,
+    known: RefCell<HashMap<PathBuf, FileKind>>,
+}
+
+impl Disk<'_> {
+    fn kind(&self, p: &Path) -> FileKind {
+        if let Some(k) = self.known.borrow().get(p) {
             return *k;
         }
-        let k = (facts.kind_of)(p);
-        known.borrow_mut().insert(p.to_path_buf(), k);
+        let k = (self.kind_of)(p);
+        self.known.borrow_mut().insert(p.to_path_buf(), k);
         k
-    };
-    let exists = |p: &Path| kind(p) != FileKind::Missing;
+    }
 
-    let mut writable = writable_roots(guard);
-    // `/tmp` itself is the private tmpfs, writable already; paths below it are bound in. A
-    // root inside what a protected link points to is no more writable than the link's name.
-    writable.retain(|p| {
-        p.as_path() != Path::new("/tmp")
-            && kind(p) == FileKind::Dir
-            && !facts.scan.second_names.iter().any(|f| is_under(p, &f.path))
-    });
+    fn exists(&self, p: &Path) -> bool {
+        self.kind(p) != FileKind::Missing
+    }
+}
+
+pub fn plan(guard: &Guard, facts: &Facts, network: Network, script: Option<&Path>) -> MountPlan {
+    let env = guard.env();
+    let disk = Disk {
+        kind_of: facts.kind_of,
+        known: RefCell::default(),
+    };
+    let writable = mounted_writable(guard, facts, &disk);
     let inside_writable = |p: &Path| writable.iter().any(|w| p.starts_with(w));
 
     let mut mounts: Vec<Mount> = writable
@@ -109,10 +116,76 @@ pub fn plan(guard: &Guard, facts: &Facts, network: Network, script: Option<&Path
             kind: MountKind::Writable,
         })
         .collect();
+    let Islands {
+        read_only,
+        mut placeholders,
+        covering,
+    } = read_only_islands(guard, facts, &disk, &writable);
+    mounts.extend(pinned(guard, &disk, &writable, read_only, &covering));
 
-    // Read-only islands inside the writable trees: what the scan found (pi's control
-    // surface, denyWrite matches, hard links to protected files, protected links' targets),
-    // and the table's fixed places (agent dir, shell rc files, ...).
+    // A session directory below /tmp must still exist inside, read-only if not writable.
+    if under_tmp(&env.cwd) && !inside_writable(&env.cwd) && disk.exists(&env.cwd) {
+        mounts.push(Mount {
+            path: env.cwd.clone(),
+            kind: MountKind::ReadOnly,
+        });
+    }
+
+    // Masks last among equals: deny wins. Nothing is mounted below a mask (its tmpfs is
+    // read-only, so bwrap could not create the mount point, and denyRead wins anyway).
+    let masks = masks(guard, facts, &disk, &mounts);
+    mounts.retain(|m| !masks.iter().any(|k| m.path.starts_with(&k.path)));
+    placeholders.retain(|p| !masks.iter().any(|k| p.starts_with(&k.path)));
+    mounts.extend(masks);
+
+    // Deeper paths after shallower ones; for the same path, the stricter kind last.
+    let mut seen = HashSet::new();
+    mounts.retain(|m| seen.insert(m.clone()));
+    mounts.sort_by(|a, b| {
+        (a.path.components().count(), a.kind, &a.path).cmp(&(
+            b.path.components().count(),
+            b.kind,
+            &b.path,
+        ))
+    });
+    MountPlan {
+        cwd: env.cwd.clone(),
+        mounts,
+        placeholders,
+        network,
+        script: script.map(Path::to_path_buf),
+    }
+}
+
+/// The writable roots that become mounts. `/tmp` itself is the private tmpfs, writable
+/// already; paths below it are bound in. A root inside what a protected link points to is no
+/// more writable than the link's name.
+fn mounted_writable(guard: &Guard, facts: &Facts, disk: &Disk) -> Vec<PathBuf> {
+    let mut writable = writable_roots(guard);
+    writable.retain(|p| {
+        p.as_path() != Path::new("/tmp")
+            && disk.kind(p) == FileKind::Dir
+            && !facts.scan.second_names.iter().any(|f| is_under(p, &f.path))
+    });
+    writable
+}
+
+/// The read-only paths inside or beside the writable trees, none inside another.
+struct Islands {
+    read_only: Vec<PathBuf>,
+    /// Those that do not exist yet: created empty as mount points.
+    placeholders: Vec<PathBuf>,
+    /// The read-only directories (placeholders included): nothing below one is mounted.
+    covering: Vec<PathBuf>,
+}
+
+/// Read-only islands inside the writable trees: what the scan found (pi's control surface,
+/// denyWrite matches, hard links to protected files, protected links' targets), the table's
+/// fixed places (agent dir, shell rc files, ...), and placeholders for protected directories
+/// that do not exist yet.
+fn read_only_islands(guard: &Guard, facts: &Facts, disk: &Disk, writable: &[PathBuf]) -> Islands {
+    let env = guard.env();
+    let inside_writable = |p: &Path| writable.iter().any(|w| p.starts_with(w));
     let mut read_only: Vec<PathBuf> = facts
         .scan
         .protected
@@ -141,14 +214,14 @@ pub fn plan(guard: &Guard, facts: &Facts, network: Network, script: Option<&Path
                 .scan
                 .git_dirs
                 .iter()
-                .filter(|g| kind(&g.join("objects")) == FileKind::Dir)
+                .filter(|g| disk.kind(&g.join("objects")) == FileKind::Dir)
                 .map(|g| g.join(rel))
                 .collect(),
             _ => vec![],
         };
         for p in candidates {
-            if !exists(&p)
-                && p.parent().is_some_and(|d| kind(d) == FileKind::Dir)
+            if !disk.exists(&p)
+                && p.parent().is_some_and(|d| disk.kind(d) == FileKind::Dir)
                 && inside_writable(&p)
             {
                 placeholders.push(p.clone());
@@ -159,35 +232,54 @@ pub fn plan(guard: &Guard, facts: &Facts, network: Network, script: Option<&Path
     // A read-only directory covers everything inside it: nothing below it is mounted again
     // (a writable pin there would open a hole in it, and bwrap could not create a mount
     // point inside it anyway).
-    read_only
-        .retain(|p| matches!(kind(p), FileKind::Dir | FileKind::File) || placeholders.contains(p));
+    read_only.retain(|p| {
+        matches!(disk.kind(p), FileKind::Dir | FileKind::File) || placeholders.contains(p)
+    });
     read_only.sort_by_key(|p| p.components().count());
     let mut covering: Vec<PathBuf> = Vec::new();
     read_only.retain(|p| {
         if covering.iter().any(|c| is_under(p, c)) {
             return false;
         }
-        if kind(p) == FileKind::Dir || placeholders.contains(p) {
+        if disk.kind(p) == FileKind::Dir || placeholders.contains(p) {
             covering.push(p.clone());
         }
         true
     });
     placeholders.retain(|p| read_only.contains(p));
-    // The directories between a path and the writable root it lies in (the deepest first).
-    let between = |p: &Path| -> Vec<PathBuf> {
-        let Some(root) = writable
-            .iter()
-            .filter(|w| p.starts_with(w))
-            .max_by_key(|w| w.as_os_str().len())
-        else {
-            return vec![];
-        };
-        p.ancestors()
-            .skip(1)
-            .take_while(|a| *a != root.as_path() && a.starts_with(root))
-            .map(Path::to_path_buf)
-            .collect()
+    Islands {
+        read_only,
+        placeholders,
+        covering,
+    }
+}
+
+/// The directories between a path and the writable root it lies in (the deepest first).
+fn between(writable: &[PathBuf], p: &Path) -> Vec<PathBuf> {
+    let Some(root) = writable
+        .iter()
+        .filter(|w| p.starts_with(w))
+        .max_by_key(|w| w.as_os_str().len())
+    else {
+        return vec![];
     };
+    p.ancestors()
+        .skip(1)
+        .take_while(|a| *a != root.as_path() && a.starts_with(root))
+        .map(Path::to_path_buf)
+        .collect()
+}
+
+/// The read-only mounts of the islands inside the writable trees, and the directories on
+/// their way pinned as writable mount points.
+fn pinned(
+    guard: &Guard,
+    disk: &Disk,
+    writable: &[PathBuf],
+    read_only: Vec<PathBuf>,
+    covering: &[PathBuf],
+) -> Vec<Mount> {
+    let mut mounts = Vec::new();
     let mut pinned: Vec<PathBuf> = Vec::new();
     for p in read_only {
         if !writable.iter().any(|w| p.starts_with(w)) {
@@ -196,7 +288,7 @@ pub fn plan(guard: &Guard, facts: &Facts, network: Network, script: Option<&Path
         // Every directory between the writable root and the protected path becomes a mount
         // point too: a mount point cannot be renamed or removed (EBUSY), so the command
         // cannot move `.git` aside and re-create `.git/hooks` under the old name.
-        for a in between(&p) {
+        for a in between(writable, &p) {
             if !pinned.contains(&a) {
                 pinned.push(a);
             }
@@ -214,15 +306,15 @@ pub fn plan(guard: &Guard, facts: &Facts, network: Network, script: Option<&Path
         .git_paths()
         .into_iter()
         .map(|g| g.path)
-        .filter(|p| kind(p) == FileKind::Missing)
+        .filter(|p| disk.kind(p) == FileKind::Missing)
     {
-        for a in between(&missing) {
+        for a in between(writable, &missing) {
             // Inside a read-only directory nothing can be replaced, and no writable mount
             // may open a hole in it.
             if covering.iter().any(|c| is_under(&a, c)) {
                 break;
             }
-            if kind(&a) == FileKind::Dir && !pinned.contains(&a) {
+            if disk.kind(&a) == FileKind::Dir && !pinned.contains(&a) {
                 pinned.push(a);
             }
         }
@@ -231,17 +323,12 @@ pub fn plan(guard: &Guard, facts: &Facts, network: Network, script: Option<&Path
         path,
         kind: MountKind::Writable,
     }));
+    mounts
+}
 
-    // A session directory below /tmp must still exist inside, read-only if not writable.
-    if under_tmp(&env.cwd) && !inside_writable(&env.cwd) && exists(&env.cwd) {
-        mounts.push(Mount {
-            path: env.cwd.clone(),
-            kind: MountKind::ReadOnly,
-        });
-    }
-
-    // Masks last among equals: deny wins. Nothing is mounted below a mask (its tmpfs is
-    // read-only, so bwrap could not create the mount point, and denyRead wins anyway).
+/// The masks: denyRead paths (below /tmp only where `mounts` bring them in) and the env files
+/// the user has not allowed reading, none inside a masked directory.
+fn masks(guard: &Guard, facts: &Facts, disk: &Disk, mounts: &[Mount]) -> Vec<Mount> {
     let mut masks = Vec::new();
     // What the mounts bring into the private /tmp; a mask below /tmp matters only there.
     let mounted: Vec<PathBuf> = mounts.iter().map(|m| m.path.clone()).collect();
@@ -249,7 +336,7 @@ pub fn plan(guard: &Guard, facts: &Facts, network: Network, script: Option<&Path
         if under_tmp(p) && !mounted.iter().any(|m| p.starts_with(m)) {
             continue;
         }
-        match kind(p) {
+        match disk.kind(p) {
             FileKind::Dir => masks.push(Mount {
                 path: p.to_path_buf(),
                 kind: MountKind::MaskDir,
@@ -271,7 +358,7 @@ pub fn plan(guard: &Guard, facts: &Facts, network: Network, script: Option<&Path
         .chain(&facts.scan.hidden_env_files);
     masks.extend(
         env_files
-            .filter(|p| kind(p) == FileKind::File)
+            .filter(|p| disk.kind(p) == FileKind::File)
             .map(|p| Mount {
                 path: p.clone(),
                 kind: MountKind::MaskFile,
@@ -289,27 +376,7 @@ pub fn plan(guard: &Guard, facts: &Facts, network: Network, script: Option<&Path
             .iter()
             .any(|d| *d != m.path && is_under(&m.path, d))
     });
-    mounts.retain(|m| !masks.iter().any(|k| m.path.starts_with(&k.path)));
-    placeholders.retain(|p| !masks.iter().any(|k| p.starts_with(&k.path)));
-    mounts.extend(masks);
-
-    // Deeper paths after shallower ones; for the same path, the stricter kind last.
-    let mut seen = HashSet::new();
-    mounts.retain(|m| seen.insert(m.clone()));
-    mounts.sort_by(|a, b| {
-        (a.path.components().count(), a.kind, &a.path).cmp(&(
-            b.path.components().count(),
-            b.kind,
-            &b.path,
-        ))
-    });
-    MountPlan {
-        cwd: env.cwd.clone(),
-        mounts,
-        placeholders,
-        network,
-        script: script.map(Path::to_path_buf),
-    }
+    masks
 }
 
 /// The kind of `p` on disk, not following a final symlink (rule paths are canonical).

@@ -209,63 +209,84 @@ pub(crate) fn record(
             collect_linked_inodes(path, meta, depth, &mut linked_inodes);
         }
     };
-    let agent_dir = &guard.env().agent_dir;
     // Folders protected links lead to, walked for their own links (once each, in path
     // order: the index and a full scan name the same link for each).
     let mut walked = Vec::new();
     let mut protected = protected;
     protected.sort_by(|a, b| a.0.cmp(&b.0));
     for (path, why) in protected {
-        let path = path.as_path();
-        let Ok(meta) = std::fs::symlink_metadata(path) else {
-            continue;
-        };
-        let why = match why {
-            Protection::EnvFile { also } if meta.file_type().is_symlink() => {
-                scan.protected.extend(env_file_behind(guard, path));
-                match also {
-                    Some(also) => *also,
-                    None => continue,
-                }
-            }
-            why => why,
-        };
-        let audit_only = matches!(&why, Protection::Surface(h) if h.entry.keep == Keep::Audit);
-        collect(path, &meta, usize::MAX);
-        if meta.file_type().is_symlink() {
-            protect_link_target(scan, roots, path, &why, &mut collect, &mut walked);
-        } else if meta.is_dir() && !audit_only {
-            // A folder bound whole: pi or git load what each link inside it leads to.
-            for link in protected_links::links_below(path, agent_dir) {
-                protect_link_target(scan, roots, &link, &why, &mut collect, &mut walked);
+        record_path(scan, roots, guard, &path, why, &mut collect, &mut walked);
+    }
+    record_fixed_places(scan, roots, guard, &mut collect, &mut walked);
+    linked_inodes
+}
+
+/// Records one protected path (see `record`): it, what a link or the links in a folder bound
+/// whole lead to, its fingerprint if the audit compares it.
+fn record_path(
+    scan: &mut Scan,
+    roots: &[PathBuf],
+    guard: &Guard,
+    path: &Path,
+    why: Protection,
+    collect: &mut impl FnMut(&Path, &std::fs::Metadata, usize),
+    walked: &mut Vec<PathBuf>,
+) {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return;
+    };
+    let why = match why {
+        Protection::EnvFile { also } if meta.file_type().is_symlink() => {
+            scan.protected.extend(env_file_behind(guard, path));
+            match also {
+                Some(also) => *also,
+                None => return,
             }
         }
-        let found = Found {
-            fingerprint: if audit_only || meta.file_type().is_symlink() {
-                fingerprint(path, &meta)
-            } else {
-                Vec::new()
-            },
-            path: path.to_path_buf(),
-            why,
-        };
-        if audit_only {
-            scan.audited.push(found);
-        } else {
-            scan.protected.push(found);
+        why => why,
+    };
+    let audit_only = matches!(&why, Protection::Surface(h) if h.entry.keep == Keep::Audit);
+    collect(path, &meta, usize::MAX);
+    if meta.file_type().is_symlink() {
+        protect_link_target(scan, roots, path, &why, collect, walked);
+    } else if meta.is_dir() && !audit_only {
+        // A folder bound whole: pi or git load what each link inside it leads to.
+        for link in protected_links::links_below(path, &guard.env().agent_dir) {
+            protect_link_target(scan, roots, &link, &why, collect, walked);
         }
     }
-    // The table's fixed places (pi's agent dir, ~/.ssh, ~/.local/bin, ...) lie outside the
-    // writable trees as a rule, but a link inside one can lead into them. Hard links to
-    // them too (a workspace file that is also ~/.bashrc), their top levels only: pi's
-    // session transcripts are many and never linked by pi.
+    let found = Found {
+        fingerprint: if audit_only || meta.file_type().is_symlink() {
+            fingerprint(path, &meta)
+        } else {
+            Vec::new()
+        },
+        path: path.to_path_buf(),
+        why,
+    };
+    if audit_only {
+        scan.audited.push(found);
+    } else {
+        scan.protected.push(found);
+    }
+}
+
+/// The table's fixed places (pi's agent dir, ~/.ssh, ~/.local/bin, ...) lie outside the
+/// writable trees as a rule, but a link inside one can lead into them. Hard links to them
+/// too (a workspace file that is also ~/.bashrc), their top levels only: pi's session
+/// transcripts are many and never linked by pi.
+fn record_fixed_places(
+    scan: &mut Scan,
+    roots: &[PathBuf],
+    guard: &Guard,
+    collect: &mut impl FnMut(&Path, &std::fs::Metadata, usize),
+    walked: &mut Vec<PathBuf>,
+) {
     for (p, entry) in guard.anchors().fixed_paths() {
         let Ok(meta) = std::fs::symlink_metadata(p) else {
             continue;
         };
-        if links == Links::Collect {
-            collect(p, &meta, 2);
-        }
+        collect(p, &meta, 2);
         if roots.iter().any(|r| is_under(p, r)) {
             continue; // walked above, if the scan found it
         }
@@ -273,11 +294,10 @@ pub(crate) fn record(
             entry,
             root: p.clone(),
         });
-        for link in protected_links::links_below(p, agent_dir) {
-            protect_link_target(scan, roots, &link, &why, &mut collect, &mut walked);
+        for link in protected_links::links_below(p, &guard.env().agent_dir) {
+            protect_link_target(scan, roots, &link, &why, collect, walked);
         }
     }
-    linked_inodes
 }
 
 /// What the protected link `link` (protected as `why`, or inside what is) leads to: a second
