@@ -1,8 +1,9 @@
 //! Network filtering: which hosts a sandboxed command may reach. `domains` is the pure
-//! matcher; `proxy` the HTTP + SOCKS5 proxy that applies it to each connection; `gate` the
-//! session's decisions (rules, the user's answers, the log) and each filtered command's
-//! share of them.
+//! matcher; `proxy` the HTTP + SOCKS5 proxy that applies it to each connection, `relay` what
+//! moves an allowed connection's bytes; `gate` the session's decisions (rules, the user's
+//! answers, the log) and each filtered command's share of them.
 
 pub mod domains;
 pub mod gate;
 pub mod proxy;
+pub(crate) mod relay;

@@ -23,7 +23,6 @@ use crate::net::gate::{self, CommandNet, Gate};
 use crate::open::{self, OpenError};
 use crate::platform::detect::{self, Capability};
 use crate::platform::launch::{self, Command, Launch, LaunchError};
-use crate::platform::mounts::{Found, Scan};
 use crate::policy::bash::{self as bash_policy, Adapter, BashDecision, BashRequest, Network};
 use crate::policy::config::{self, Config, ConfigError, Env, Mode, Source, MODE_HELP};
 use crate::policy::environment::{self, EnvPolicy};
@@ -37,6 +36,7 @@ use crate::shown;
 use crate::surface::audit::{Auditor, Finding};
 use crate::surface::hooks::{GitPath, GitPathKind};
 use crate::surface::index::Index;
+use crate::surface::scan::{Found, Scan};
 use crate::violations::{Violation, ViolationLog};
 
 /// Why a session has no usable policy. Each carries a stable code for the JS side.
@@ -261,9 +261,9 @@ pub struct Session {
     stamp: Stamp,
     /// Protected paths seen before each command, to spot what a command created.
     auditor: std::cell::RefCell<Auditor>,
-    /// Env files around the indexed trees (`mounts::env_files_around`), listed again only
+    /// Env files around the indexed trees (`scan::env_files_around`), listed again only
     /// when their directory changes.
-    env_listings: std::cell::RefCell<crate::platform::mounts::EnvFileListings>,
+    env_listings: std::cell::RefCell<crate::surface::scan::EnvFileListings>,
     /// Second names of protected files from the last scan (see `Scan::second_names`).
     second_names: std::cell::RefCell<Option<Vec<Found>>>,
     /// Files bash hides as env files though their own name is none: what links named like
@@ -1123,7 +1123,7 @@ impl Session {
         // from this command on.
         let mut scan = self.with_hooks_of(guard, self.scan(guard));
         scan.hidden_env_files =
-            crate::platform::mounts::env_files_around(guard, &mut self.env_listings.borrow_mut());
+            crate::surface::scan::env_files_around(guard, &mut self.env_listings.borrow_mut());
         if guard.hides_env_files() {
             // Fail closed: without the search's answer bash cannot know what to hide.
             let elsewhere = match &self.env_search {
@@ -1141,7 +1141,7 @@ impl Session {
             scan.hidden_env_files.extend(
                 elsewhere
                     .iter()
-                    .filter_map(|p| crate::platform::mounts::env_file_to_mask(guard, p))
+                    .filter_map(|p| crate::surface::scan::env_file_to_mask(guard, p))
                     .filter(|p| !known.contains(p)),
             );
         }

@@ -57,12 +57,12 @@ pub fn first_session_time(agent_dir: &Path) -> Option<SystemTime> {
     }
 }
 
-use crate::platform::mounts::{fingerprinted_content, Found, Scan, FP_LINK, LINK_TARGET_MISSING};
 use crate::policy::guard::Protection;
 use crate::policy::protected::{Hit, Keep, OnChange, Place};
 use crate::surface::content;
 use crate::surface::hooks::GitPathKind;
 use crate::surface::quarantine::Quarantine;
+use crate::surface::scan::{fingerprinted_content, Found, Scan, FP_LINK, LINK_TARGET_MISSING};
 
 /// What was done about one new or changed path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -367,7 +367,7 @@ fn quarantine(to: &Quarantine, path: &Path, why: &str, restore: Option<&[u8]>) -
     }
 }
 
-/// Puts back what a fingerprint (`mounts::fingerprint`) recorded: a link, or a file's content.
+/// Puts back what a fingerprint (`scan::fingerprint`) recorded: a link, or a file's content.
 fn restore_file(path: &Path, fingerprint: &[u8]) -> std::io::Result<()> {
     if let Some(target) = fingerprint.strip_prefix(FP_LINK) {
         use std::os::unix::ffi::OsStrExt;

@@ -1,6 +1,6 @@
 use super::*;
 
-use crate::platform::mounts::scan_protected;
+use crate::surface::scan::scan_protected;
 use crate::policy::config::{merge, Env};
 use crate::policy::guard::{ApprovalMode, Guard};
 

@@ -1,4 +1,4 @@
-//! What the scan of bash's writable trees finds (`mounts::scan_protected`), kept current from
+//! What the scan of bash's writable trees finds (`scan::scan_protected`), kept current from
 //! inotify events instead of walking the trees before and after every command.
 //!
 //! The index walks the trees once, watching every directory the scan goes into, and keeps
@@ -21,9 +21,11 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 
-use crate::platform::mounts::{self, Scan, Walk};
 use crate::policy::guard::{Guard, KnownGitDirs, Protection};
 use crate::policy::protected::GitDirCache;
+use crate::surface::scan::{
+    hard_link, judge, record, scan_protected, scanned_roots, Links, Scan, Walk,
+};
 
 /// How far the index can be trusted, for `/sandbox` and the footer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -260,7 +262,7 @@ impl Index {
     /// What the scan would find now, for `guard` (waits while the index is being built).
     pub fn scan(&self, guard: &Guard) -> Scan {
         let mut state = self.built();
-        let roots = mounts::scanned_roots(guard);
+        let roots = scanned_roots(guard);
         let answer = |state: &mut State| match state {
             State::Ready(tree) => Some(tree.query(&roots)),
             _ => None,
@@ -282,11 +284,11 @@ impl Index {
             }
             Some(Err(Lost::Abandon(why))) => {
                 *state = State::FullScans(why);
-                mounts::scan_protected(guard, &roots)
+                scan_protected(guard, &roots)
             }
             // No index, or one that could not follow even right after a rebuild (the next
             // query tries again).
-            Some(Err(Lost::Rebuild(_))) | None => mounts::scan_protected(guard, &roots),
+            Some(Err(Lost::Rebuild(_))) | None => scan_protected(guard, &roots),
         }
     }
 }
@@ -323,7 +325,7 @@ fn comparable(s: &Scan) -> Vec<String> {
 }
 
 fn verify(scan: &Scan, guard: &Guard, roots: &[PathBuf]) {
-    let full = mounts::scan_protected(guard, roots);
+    let full = scan_protected(guard, roots);
     let (a, b) = (comparable(scan), comparable(&full));
     if a != b {
         let only_index: Vec<_> = a.iter().filter(|x| !b.contains(x)).collect();
@@ -372,7 +374,7 @@ impl Tree {
 impl Tree {
     fn build(guard: Guard) -> Result<Tree, String> {
         let watcher = Watcher::init().map_err(|e| format!("inotify is unavailable: {e}"))?;
-        let roots = mounts::scanned_roots(&guard);
+        let roots = scanned_roots(&guard);
         let mut git = GitDirCache::default();
         let mut tree = Tree {
             lost: None,
@@ -438,7 +440,7 @@ impl Tree {
         git: &mut GitDirCache,
         seen: &mut HashSet<PathBuf>,
     ) -> Result<bool, Lost> {
-        let judged = mounts::judge(&self.guard, git, path, file_type);
+        let judged = judge(&self.guard, git, path, file_type);
         let meta = if file_type.is_dir() || file_type.is_file() {
             std::fs::symlink_metadata(path).ok()
         } else {
@@ -647,7 +649,7 @@ impl Tree {
                 continue;
             };
             let before = self.nodes.get(&path).cloned();
-            let judged = mounts::judge(&self.guard, git, &path, file_type);
+            let judged = judge(&self.guard, git, &path, file_type);
             let meta = std::fs::symlink_metadata(&path).ok();
             let same_dir = match (&before, &meta) {
                 (Some(Node { dir: Some(d), .. }), Some(m)) if m.is_dir() => {
@@ -795,15 +797,15 @@ impl Tree {
             }
         }
         let links = if self.nodes.values().any(|n| n.multi.is_some()) {
-            mounts::Links::Collect
+            Links::Collect
         } else {
-            mounts::Links::Skip
+            Links::Skip
         };
-        let linked = mounts::record(&mut scan, roots, &self.guard, protected, links);
+        let linked = record(&mut scan, roots, &self.guard, protected, links);
         if !linked.is_empty() {
             for (path, node) in &self.nodes {
                 if let Some(of) = node.multi.and_then(|k| linked.get(&k)) {
-                    mounts::hard_link(&mut scan, &self.guard, path, of);
+                    hard_link(&mut scan, &self.guard, path, of);
                 }
             }
         }
@@ -1072,8 +1074,8 @@ mod tests_support {
                 }
             }
         });
-        let roots = mounts::scanned_roots(&w.guard);
-        let full = mounts::scan_protected(&w.guard, &roots);
+        let roots = scanned_roots(&w.guard);
+        let full = scan_protected(&w.guard, &roots);
         assert_eq!(
             comparable(&index.scan(&w.guard)),
             comparable(&full),

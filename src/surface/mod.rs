@@ -10,3 +10,4 @@ pub mod hooks;
 pub mod index;
 pub(crate) mod protected_links;
 pub mod quarantine;
+pub(crate) mod scan;

@@ -154,28 +154,7 @@ pub fn build(
         args: Vec::new(),
         fds: Vec::new(),
     };
-    let flag = |a: &mut Vec<OsString>, f: &str| a.push(f.into());
-    for f in [
-        "--die-with-parent",
-        // setsid: the sandboxed command cannot push keystrokes into pi's terminal (TIOCSTI).
-        "--new-session",
-        // Own PID namespace: host processes are invisible, and everything started inside
-        // (setsid, nohup, &) dies when the command's pid 1 exits.
-        "--unshare-pid",
-        "--unshare-ipc",
-        "--unshare-uts",
-        "--cap-drop",
-        "ALL",
-    ] {
-        flag(&mut out.args, f);
-    }
-    if features.disable_userns {
-        flag(&mut out.args, "--unshare-user");
-        flag(&mut out.args, "--disable-userns");
-    }
-    if plan.network.own_namespace() {
-        flag(&mut out.args, "--unshare-net");
-    }
+    out.isolation(features, plan.network);
     // The proxy's listener is made inside the namespace by pi-sandbox-init.
     if plan.network == Network::Filtered && !supervised {
         return Err(BwrapError::FilteredNeedsInit);
@@ -186,68 +165,116 @@ pub fn build(
         out.args
             .extend(["--add-seccomp-fd".into(), fd.to_string().into()]);
     }
-    let mount =
-        |a: &mut Vec<OsString>, f: &str, src: &Path, dst: &Path| -> Result<(), BwrapError> {
-            check(src)?;
-            check(dst)?;
-            a.push(f.into());
-            a.push(src.into());
-            a.push(dst.into());
-            Ok(())
-        };
-    // A bind of `path` onto itself, by fd.
-    let bind_fd = |o: &mut BwrapArgs, f: &str, path: &Path| -> Result<(), BwrapError> {
-        check(path)?;
-        let fd = o.next_fd();
-        o.fds.push(FdSource::Path(path.to_path_buf()));
-        o.args
-            .extend([f.into(), fd.to_string().into(), path.into()]);
-        Ok(())
+    out.mounts(plan)?;
+    let prefix = if supervised {
+        out.init_prefix(plan.network, init_from_fd)
+    } else {
+        Vec::new()
     };
-    // Fixed system paths, not writable by the agent: by name.
-    mount(&mut out.args, "--ro-bind", Path::new("/"), Path::new("/"))?;
-    out.args
-        .extend(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"].map(OsString::from));
-    // The plan is ordered so that a deeper path comes after its parents: it wins.
-    for m in &plan.mounts {
-        match m.kind {
-            MountKind::Writable => bind_fd(&mut out, "--bind-fd", &m.path)?,
-            MountKind::ReadOnly => bind_fd(&mut out, "--ro-bind-fd", &m.path)?,
-            MountKind::MaskDir => {
-                check(&m.path)?;
-                out.args.extend([
-                    OsString::from("--tmpfs"),
-                    m.path.as_os_str().into(),
-                    "--remount-ro".into(),
-                    m.path.as_os_str().into(),
-                ]);
-            }
-            MountKind::MaskFile => {
-                mount(&mut out.args, "--ro-bind", Path::new("/dev/null"), &m.path)?
-            }
+    out.environment(unset_env, set_env);
+    check(&plan.cwd)?;
+    out.args.push("--chdir".into());
+    out.args.push(plan.cwd.as_os_str().into());
+    out.args.push("--".into());
+    out.args.extend(prefix);
+    out.args.extend(command.iter().cloned());
+    Ok(out)
+}
+
+impl BwrapArgs {
+    /// The namespaces and capabilities the command loses.
+    fn isolation(&mut self, features: Features, network: Network) {
+        for f in [
+            "--die-with-parent",
+            // setsid: the sandboxed command cannot push keystrokes into pi's terminal (TIOCSTI).
+            "--new-session",
+            // Own PID namespace: host processes are invisible, and everything started inside
+            // (setsid, nohup, &) dies when the command's pid 1 exits.
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--cap-drop",
+            "ALL",
+        ] {
+            self.args.push(f.into());
+        }
+        if features.disable_userns {
+            self.args.push("--unshare-user".into());
+            self.args.push("--disable-userns".into());
+        }
+        if network.own_namespace() {
+            self.args.push("--unshare-net".into());
         }
     }
-    if let Some(script) = &plan.script {
-        // Copied from an fd (an unnamed file) into the private /tmp: nothing is left on the
-        // host, even if the run is killed.
-        check(script)?;
-        let fd = out.next_fd();
-        out.fds.push(FdSource::Script);
-        out.args.extend([
-            OsString::from("--ro-bind-data"),
-            fd.to_string().into(),
-            script.into(),
-        ]);
+
+    /// A mount of `src` on `dst`, by name.
+    fn mount(&mut self, f: &str, src: &Path, dst: &Path) -> Result<(), BwrapError> {
+        check(src)?;
+        check(dst)?;
+        self.args.push(f.into());
+        self.args.push(src.into());
+        self.args.push(dst.into());
+        Ok(())
     }
-    let mut prefix: Vec<OsString> = Vec::new();
-    if supervised {
-        let init = out.next_fd();
+
+    /// A bind of `path` onto itself, by fd.
+    fn bind_fd(&mut self, f: &str, path: &Path) -> Result<(), BwrapError> {
+        check(path)?;
+        let fd = self.next_fd();
+        self.fds.push(FdSource::Path(path.to_path_buf()));
+        self.args
+            .extend([f.into(), fd.to_string().into(), path.into()]);
+        Ok(())
+    }
+
+    /// The system's paths, the plan's mounts, and the command's script.
+    fn mounts(&mut self, plan: &MountPlan) -> Result<(), BwrapError> {
+        // Fixed system paths, not writable by the agent: by name.
+        self.mount("--ro-bind", Path::new("/"), Path::new("/"))?;
+        self.args
+            .extend(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"].map(OsString::from));
+        // The plan is ordered so that a deeper path comes after its parents: it wins.
+        for m in &plan.mounts {
+            match m.kind {
+                MountKind::Writable => self.bind_fd("--bind-fd", &m.path)?,
+                MountKind::ReadOnly => self.bind_fd("--ro-bind-fd", &m.path)?,
+                MountKind::MaskDir => {
+                    check(&m.path)?;
+                    self.args.extend([
+                        OsString::from("--tmpfs"),
+                        m.path.as_os_str().into(),
+                        "--remount-ro".into(),
+                        m.path.as_os_str().into(),
+                    ]);
+                }
+                MountKind::MaskFile => self.mount("--ro-bind", Path::new("/dev/null"), &m.path)?,
+            }
+        }
+        if let Some(script) = &plan.script {
+            // Copied from an fd (an unnamed file) into the private /tmp: nothing is left on the
+            // host, even if the run is killed.
+            check(script)?;
+            let fd = self.next_fd();
+            self.fds.push(FdSource::Script);
+            self.args.extend([
+                OsString::from("--ro-bind-data"),
+                fd.to_string().into(),
+                script.into(),
+            ]);
+        }
+        Ok(())
+    }
+
+    /// What the command runs under, before its own argv: pi-sandbox-init (from its executable
+    /// fd, or copied into the private /tmp), its filter's and socket's fds.
+    fn init_prefix(&mut self, network: Network, init_from_fd: bool) -> Vec<OsString> {
+        let init = self.next_fd();
         let program: OsString = if init_from_fd {
-            out.fds.push(FdSource::InitExecutable);
+            self.fds.push(FdSource::InitExecutable);
             format!("/proc/self/fd/{init}").into()
         } else {
-            out.fds.push(FdSource::Init);
-            out.args.extend([
+            self.fds.push(FdSource::Init);
+            self.args.extend([
                 "--perms".into(),
                 "0555".into(),
                 "--ro-bind-data".into(),
@@ -257,42 +284,40 @@ pub fn build(
             INIT_INSIDE.into()
         };
         // Not named in bwrap's options: bwrap leaves them open for the command.
-        let filter = out.next_fd();
-        out.fds.push(FdSource::NotifyFilter);
-        let socket = out.next_fd();
-        out.fds.push(FdSource::SupervisorSocket);
-        prefix.extend([
+        let filter = self.next_fd();
+        self.fds.push(FdSource::NotifyFilter);
+        let socket = self.next_fd();
+        self.fds.push(FdSource::SupervisorSocket);
+        let mut prefix: Vec<OsString> = vec![
             program,
             filter.to_string().into(),
             socket.to_string().into(),
-        ]);
-        if plan.network == Network::Filtered {
+        ];
+        if network == Network::Filtered {
             prefix.push(PROXY_FLAG.into());
         }
         prefix.push("--".into());
+        prefix
     }
-    // Names come from the environment itself, which cannot hold NUL bytes.
-    for name in unset_env.iter().filter(|n| !n.contains('\0')) {
-        out.args.extend(["--unsetenv".into(), name.into()]);
+
+    /// The variables the command does not get, and those set for it.
+    fn environment(&mut self, unset_env: &[String], set_env: &[(String, String)]) {
+        // Names come from the environment itself, which cannot hold NUL bytes.
+        for name in unset_env.iter().filter(|n| !n.contains('\0')) {
+            self.args.extend(["--unsetenv".into(), name.into()]);
+        }
+        // The host's TMPDIR is read-only or invisible inside; mktemp and friends need one that
+        // is writable: the private /tmp.
+        self.args
+            .extend(["--setenv", "TMPDIR", "/tmp"].map(OsString::from));
+        for (name, value) in set_env
+            .iter()
+            .filter(|(n, v)| !n.contains('\0') && !v.contains('\0'))
+        {
+            self.args
+                .extend(["--setenv".into(), name.into(), value.into()]);
+        }
     }
-    // The host's TMPDIR is read-only or invisible inside; mktemp and friends need one that
-    // is writable: the private /tmp.
-    out.args
-        .extend(["--setenv", "TMPDIR", "/tmp"].map(OsString::from));
-    for (name, value) in set_env
-        .iter()
-        .filter(|(n, v)| !n.contains('\0') && !v.contains('\0'))
-    {
-        out.args
-            .extend(["--setenv".into(), name.into(), value.into()]);
-    }
-    check(&plan.cwd)?;
-    out.args.push("--chdir".into());
-    out.args.push(plan.cwd.as_os_str().into());
-    out.args.push("--".into());
-    out.args.extend(prefix);
-    out.args.extend(command.iter().cloned());
-    Ok(out)
 }
 
 #[cfg(test)]

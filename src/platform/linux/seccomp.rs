@@ -252,33 +252,6 @@ mod linux {
     fn build_kernel_filters() -> Result<Vec<Program>, SeccompError> {
         let arch = arch()?;
         let always = Vec::new;
-        // A unix datagram socket sends to whatever address each call names, past the
-        // supervisor that judges `connect`; stream and seqpacket sockets take no address
-        // after it. (AF_UNIX makes SOCK_RAW a datagram socket too.)
-        let unix_datagrams = || -> Result<Vec<SeccompRule>, SeccompError> {
-            [libc::SOCK_DGRAM, libc::SOCK_RAW]
-                .iter()
-                .map(|&kind| {
-                    SeccompRule::new(vec![
-                        SeccompCondition::new(
-                            0,
-                            SeccompCmpArgLen::Dword,
-                            SeccompCmpOp::Eq,
-                            libc::AF_UNIX as u64,
-                        )
-                        .map_err(build_err)?,
-                        SeccompCondition::new(
-                            1,
-                            SeccompCmpArgLen::Dword,
-                            SeccompCmpOp::MaskedEq(0xf),
-                            kind as u64,
-                        )
-                        .map_err(build_err)?,
-                    ])
-                    .map_err(build_err)
-                })
-                .collect()
-        };
         let refused = vec![
             (libc::SYS_socket, unix_datagrams()?),
             (libc::SYS_socketpair, unix_datagrams()?),
@@ -301,25 +274,6 @@ mod linux {
             (libc::SYS_io_uring_register, always()),
             (libc::SYS_clone3, always()),
         ];
-        // One rule, its conditions all required: the family is none of the allowed ones
-        // (so families the kernel adds later are refused too). A long list of refused
-        // families made a filter of 1,250 instructions whose loading cost every command a
-        // millisecond.
-        let family_rules = |syscall_family_arg: u8| -> Result<Vec<SeccompRule>, SeccompError> {
-            let not_allowed = ALLOWED_FAMILIES
-                .iter()
-                .map(|&f| {
-                    SeccompCondition::new(
-                        syscall_family_arg,
-                        SeccompCmpArgLen::Dword,
-                        SeccompCmpOp::Ne,
-                        f,
-                    )
-                    .map_err(build_err)
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(vec![SeccompRule::new(not_allowed).map_err(build_err)?])
-        };
         let sockets = vec![
             (libc::SYS_socket, family_rules(0)?),
             (libc::SYS_socketpair, family_rules(0)?),
@@ -343,6 +297,54 @@ mod linux {
             "keyring, bpf, perf, userfaultfd, namespaces, unix datagram sockets (EPERM); io_uring, clone3 (ENOSYS); socket families other than unix, inet, inet6, netlink (EAFNOSUPPORT)",
             &groups,
         )])
+    }
+
+    /// A unix datagram socket sends to whatever address each call names, past the
+    /// supervisor that judges `connect`; stream and seqpacket sockets take no address
+    /// after it. (AF_UNIX makes SOCK_RAW a datagram socket too.)
+    fn unix_datagrams() -> Result<Vec<SeccompRule>, SeccompError> {
+        [libc::SOCK_DGRAM, libc::SOCK_RAW]
+            .iter()
+            .map(|&kind| {
+                SeccompRule::new(vec![
+                    SeccompCondition::new(
+                        0,
+                        SeccompCmpArgLen::Dword,
+                        SeccompCmpOp::Eq,
+                        libc::AF_UNIX as u64,
+                    )
+                    .map_err(build_err)?,
+                    SeccompCondition::new(
+                        1,
+                        SeccompCmpArgLen::Dword,
+                        SeccompCmpOp::MaskedEq(0xf),
+                        kind as u64,
+                    )
+                    .map_err(build_err)?,
+                ])
+                .map_err(build_err)
+            })
+            .collect()
+    }
+
+    /// One rule, its conditions all required: the family is none of the allowed ones
+    /// (so families the kernel adds later are refused too). A long list of refused
+    /// families made a filter of 1,250 instructions whose loading cost every command a
+    /// millisecond.
+    fn family_rules(syscall_family_arg: u8) -> Result<Vec<SeccompRule>, SeccompError> {
+        let not_allowed = ALLOWED_FAMILIES
+            .iter()
+            .map(|&f| {
+                SeccompCondition::new(
+                    syscall_family_arg,
+                    SeccompCmpArgLen::Dword,
+                    SeccompCmpOp::Ne,
+                    f,
+                )
+                .map_err(build_err)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(vec![SeccompRule::new(not_allowed).map_err(build_err)?])
     }
 
     /// `notify_filters` as `pi-sandbox-init` reads them (`framed`), built once per process.

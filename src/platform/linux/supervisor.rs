@@ -620,8 +620,9 @@ const UNIX_DIAG_NAME: u16 = 0;
 const UNIX_DIAG_VFS: u16 = 1;
 const TCP_LISTEN: u32 = 10;
 
-/// Every listening unix socket in the namespace `diag` was opened in.
-fn listeners(diag: &OwnedFd) -> std::io::Result<Vec<Listener>> {
+/// Asks sock_diag for every listening unix socket, their names and files; returns the
+/// request's sequence number, which its replies carry.
+fn send_dump_request(diag: &OwnedFd) -> std::io::Result<u32> {
     #[repr(C)]
     struct Request {
         nlh: libc::nlmsghdr,
@@ -663,6 +664,48 @@ fn listeners(diag: &OwnedFd) -> std::io::Result<Vec<Listener>> {
     if sent < 0 {
         return Err(std::io::Error::last_os_error());
     }
+    Ok(seq)
+}
+
+/// The listener one sock_diag reply (`body`, after its header) describes.
+fn listener(body: &[u8]) -> Option<Listener> {
+    if body.len() < 16 {
+        return None;
+    }
+    let mut l = Listener {
+        ino: u32::from_ne_bytes(body[4..8].try_into().unwrap()),
+        name: None,
+        vfs: None,
+    };
+    let mut attrs = &body[16..];
+    while attrs.len() >= 4 {
+        let alen = u16::from_ne_bytes(attrs[0..2].try_into().unwrap()) as usize;
+        let atype = u16::from_ne_bytes(attrs[2..4].try_into().unwrap());
+        if alen < 4 || alen > attrs.len() {
+            break;
+        }
+        let data = &attrs[4..alen];
+        match atype {
+            UNIX_DIAG_NAME if data.first() == Some(&0) => {
+                l.name = Some(data[1..].to_vec());
+            }
+            UNIX_DIAG_VFS if data.len() >= 8 => {
+                let ino = u32::from_ne_bytes(data[0..4].try_into().unwrap());
+                // The kernel's own dev_t (major << 20 | minor), not stat's encoding.
+                let kdev = u32::from_ne_bytes(data[4..8].try_into().unwrap());
+                let dev = libc::makedev(kdev >> 20, kdev & 0xf_ffff);
+                l.vfs = Some((dev, ino));
+            }
+            _ => {}
+        }
+        attrs = &attrs[align4(alen).min(attrs.len())..];
+    }
+    Some(l)
+}
+
+/// Every listening unix socket in the namespace `diag` was opened in.
+fn listeners(diag: &OwnedFd) -> std::io::Result<Vec<Listener>> {
+    let seq = send_dump_request(diag)?;
     let mut out = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
     loop {
@@ -702,38 +745,9 @@ fn listeners(diag: &OwnedFd) -> std::io::Result<Vec<Listener>> {
                 }
                 _ => {}
             }
-            if body.len() < 16 {
-                continue;
+            if let Some(l) = listener(body) {
+                out.push(l);
             }
-            let mut l = Listener {
-                ino: u32::from_ne_bytes(body[4..8].try_into().unwrap()),
-                name: None,
-                vfs: None,
-            };
-            let mut attrs = &body[16..];
-            while attrs.len() >= 4 {
-                let alen = u16::from_ne_bytes(attrs[0..2].try_into().unwrap()) as usize;
-                let atype = u16::from_ne_bytes(attrs[2..4].try_into().unwrap());
-                if alen < 4 || alen > attrs.len() {
-                    break;
-                }
-                let data = &attrs[4..alen];
-                match atype {
-                    UNIX_DIAG_NAME if data.first() == Some(&0) => {
-                        l.name = Some(data[1..].to_vec());
-                    }
-                    UNIX_DIAG_VFS if data.len() >= 8 => {
-                        let ino = u32::from_ne_bytes(data[0..4].try_into().unwrap());
-                        // The kernel's own dev_t (major << 20 | minor), not stat's encoding.
-                        let kdev = u32::from_ne_bytes(data[4..8].try_into().unwrap());
-                        let dev = libc::makedev(kdev >> 20, kdev & 0xf_ffff);
-                        l.vfs = Some((dev, ino));
-                    }
-                    _ => {}
-                }
-                attrs = &attrs[align4(alen).min(attrs.len())..];
-            }
-            out.push(l);
         }
     }
 }

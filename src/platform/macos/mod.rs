@@ -1,3 +1,4 @@
 //! macOS: the sandbox-exec (SBPL) profile.
 
+pub(crate) mod launch;
 pub mod seatbelt;
