@@ -1,0 +1,38 @@
+//! Why a session has no usable policy: the error of a load, with the stable code the JS side
+//! gets.
+
+use std::path::PathBuf;
+
+use crate::policy::config::ConfigError;
+use crate::policy::guard::GuardError;
+
+/// Why a session has no usable policy. Each carries a stable code for the JS side.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadError {
+    pub code: &'static str,
+    pub message: String,
+    pub file: Option<PathBuf>,
+}
+
+impl From<ConfigError> for LoadError {
+    fn from(e: ConfigError) -> Self {
+        LoadError {
+            code: e.code(),
+            file: Some(e.file().to_path_buf()),
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<GuardError> for LoadError {
+    fn from(e: GuardError) -> Self {
+        LoadError {
+            code: match e {
+                GuardError::Rule { .. } => "E_CONFIG_RULE",
+                GuardError::Path(_) => "E_CONFIG_PATH",
+            },
+            file: None,
+            message: e.to_string(),
+        }
+    }
+}
