@@ -7,8 +7,7 @@ use napi_derive::napi;
 
 use super::errors::*;
 use super::objects::*;
-use crate::policy::config::Mode;
-use crate::policy::{config, pi_session};
+use crate::policy::pi_session;
 use crate::session::tools;
 use crate::shown;
 
@@ -17,14 +16,9 @@ use crate::shown;
 /// @throws {SandboxError} `E_BAD_MODE`.
 #[napi(catch_unwind, ts_return_type = "Mode")]
 pub fn parse_mode(mode: String) -> napi::Result<String, String> {
-    Mode::parse(&mode)
+    crate::session::parse_mode(&mode)
         .map(|m| m.as_str().into())
-        .ok_or_else(|| {
-            js_error(
-                "E_BAD_MODE",
-                format!("unknown sandbox mode {mode:?}; use {}", config::MODE_HELP),
-            )
-        })
+        .map_err(Into::into)
 }
 
 /// The OS sandbox bash runs in here (probed once per process).

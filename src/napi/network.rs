@@ -35,33 +35,6 @@ impl Drop for HostProxy {
     }
 }
 
-/// Questions of the network gate sent to JS and not answered yet, by id: the host asked
-/// about, and where the answer goes.
-#[derive(Default)]
-pub struct NetworkQuestions {
-    pub(crate) next: std::sync::atomic::AtomicU32,
-    pub(crate) waiting: std::sync::Mutex<Waiting>,
-}
-
-/// By question id: the host, whether its command is over, where the answer goes.
-pub(crate) type Waiting = std::collections::HashMap<
-    u32,
-    (
-        String,
-        Arc<std::sync::atomic::AtomicBool>,
-        std::sync::mpsc::Sender<String>,
-    ),
->;
-
-impl NetworkQuestions {
-    pub(crate) fn waiting(&self) -> std::sync::MutexGuard<'_, Waiting> {
-        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-/// How long a connection waits for the user's answer before it is refused.
-pub(crate) const NETWORK_ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
-
 pub(crate) type NetworkCallback = napi::threadsafe_function::ThreadsafeFunction<
     JsNetworkQuestion,
     (),

@@ -10,9 +10,8 @@ use super::errors::*;
 use super::objects::*;
 use crate::platform::launch::Launch;
 use crate::policy::bash::Network;
-use crate::session::bash::Prepared;
+use crate::session::bash::{finished, prepare_on, Ended, Preparation, Prepared};
 use crate::session::commands::{Commands, Ticket};
-use crate::shown;
 
 /// A shell command or argv, prepared: the policy's verdict and, when sandboxed, what to spawn.
 /// Spawn `program` with `args` directly (no shell), giving the child `fds` as its fds 3, 4, ...
@@ -32,12 +31,9 @@ pub struct PreparedCommand {
 pub(crate) fn utf8_args(args: &[std::ffi::OsString]) -> napi::Result<Vec<String>, String> {
     args.iter()
         .map(|a| {
-            a.to_str().map(str::to_owned).ok_or_else(|| {
-                js_error(
-                    "E_LAUNCH",
-                    format!("argument {a:?} is not valid UTF-8 and cannot be passed to spawn"),
-                )
-            })
+            a.to_str()
+                .map(str::to_owned)
+                .ok_or_else(|| CallError::ArgNotUtf8(a.clone()).into())
         })
         .collect()
 }
@@ -168,65 +164,8 @@ impl PreparedCommand {
     /// Drops the launch (its fds, its temp files); its socket supervisor and its proxy, if
     /// any, are handed back for what they refused.
     fn discard(&mut self) -> Ended {
-        let Some(mut l) = self.launch.take() else {
-            return Ended::default();
-        };
-        l.discard();
-        Ended {
-            supervisor: l.supervisor.take(),
-            net: l.net.take(),
-        }
+        self.launch.take().map(Ended::of).unwrap_or_default()
     }
-}
-
-/// What of a launch outlives it until the command is over.
-#[derive(Default)]
-pub(crate) struct Ended {
-    supervisor: Option<crate::platform::launch::Supervisor>,
-    net: Option<Arc<crate::net::gate::CommandNet>>,
-}
-
-/// After a command: what the socket supervisor refused (it waits a moment for the command's
-/// last process to go), the hosts its proxy blocked (the proxy stops), and what the audit
-/// found, one sentence each; the socket refusals go to the violation log (the proxy and the
-/// audit log their own). A note is one line naming what the command made or reached: all
-/// of it is escaped (`shown::text`), so a name's newline cannot start a line of its own.
-pub(crate) fn finished(ended: Ended, ticket: Option<(Arc<Commands>, Ticket)>) -> Vec<String> {
-    notes_of(ended, ticket)
-        .iter()
-        .map(|n| shown::text(n))
-        .collect()
-}
-
-pub(crate) fn notes_of(ended: Ended, ticket: Option<(Arc<Commands>, Ticket)>) -> Vec<String> {
-    // Said once per session, where bash hides env files; git is asked without the lock.
-    let committed_env = ticket.as_ref().and_then(|(commands, _)| {
-        let session = commands.session();
-        let hides = session.guard().is_some_and(|g| g.hides_env_files());
-        hides.then(|| session.committed_env())
-    });
-    let Ended { supervisor, net } = ended;
-    let refused = supervisor.map(|s| s.finish()).unwrap_or_default();
-    let blocked_hosts = net.map(|n| n.finish()).unwrap_or_default();
-    if let Some((commands, _)) = &ticket {
-        if !refused.is_empty() {
-            commands.session().log_socket_refusals(&refused);
-        }
-    }
-    let mut out: Vec<String> = refused
-        .into_iter()
-        .map(|r| {
-            let mut c = r.message.chars();
-            match c.next() {
-                Some(first) => first.to_uppercase().chain(c).collect(),
-                None => r.message,
-            }
-        })
-        .collect();
-    out.extend(blocked_hosts);
-    out.extend(audit(ticket));
-    out.extend(committed_env.and_then(|c| c.first_note()));
-    out
 }
 
 impl Drop for PreparedCommand {
@@ -239,18 +178,6 @@ impl Drop for PreparedCommand {
         if let Some((commands, ticket)) = self.audit.take() {
             commands.abandon(ticket);
         }
-    }
-}
-
-/// The audit of a ticket's command, one sentence per finding (none without a ticket).
-pub(crate) fn audit(ticket: Option<(Arc<Commands>, Ticket)>) -> Vec<String> {
-    match ticket {
-        Some((commands, ticket)) => commands
-            .finish(ticket)
-            .iter()
-            .map(|f| f.to_string())
-            .collect(),
-        None => vec![],
     }
 }
 
@@ -296,26 +223,6 @@ pub(crate) fn prepared(
         launch,
         audit: ticket.map(|t| (commands.clone(), t)),
     }
-}
-
-/// What to prepare, for `PrepareTask`.
-pub(crate) enum Preparation {
-    Bash(String),
-    Argv(Vec<std::ffi::OsString>),
-}
-
-pub(crate) fn prepare_on(
-    commands: &Commands,
-    what: &Preparation,
-    network: Option<Network>,
-) -> (Prepared, Option<Ticket>) {
-    commands.prepare(|session| {
-        session.refresh();
-        match what {
-            Preparation::Bash(command) => session.prepare_bash(command, network),
-            Preparation::Argv(argv) => session.prepare_argv(argv, network),
-        }
-    })
 }
 
 pub struct PrepareTask {

@@ -16,6 +16,7 @@ use crate::policy::bash::Network;
 use crate::policy::config::Env;
 use crate::policy::guard::Op;
 use crate::policy::pi_loads;
+use crate::session::bash::{prepare_on, Preparation};
 use crate::session::commands::Commands;
 use crate::session::grants::WriteScope;
 use crate::session::{Options, Session};
@@ -25,26 +26,23 @@ use crate::{paths, redact, shown};
 pub(crate) fn parse_network(network: Option<String>) -> napi::Result<Option<Network>, String> {
     match network.as_deref() {
         None | Some("") => Ok(None),
-        Some(n) => Network::parse(n).map(Some).ok_or_else(|| {
-            js_error(
-                "E_BAD_NETWORK",
-                format!("unknown network mode {n:?}; use \"filtered\", \"off\" or \"on\""),
-            )
-        }),
+        Some(n) => Network::parse(n)
+            .map(Some)
+            .ok_or_else(|| CallError::BadNetwork(n.into()).into()),
     }
 }
 
+/// A write scope as JS names it (`WriteScope`).
+pub(crate) fn write_scope(scope: &str) -> napi::Result<WriteScope, String> {
+    WriteScope::parse(scope).ok_or_else(|| CallError::BadScope(scope.into()).into())
+}
+
 pub(crate) fn parse_op(op: &str) -> napi::Result<Op, String> {
-    Op::parse(op).ok_or_else(|| {
-        js_error(
-            "E_BAD_OP",
-            format!("unknown operation {op:?}; use \"read\" or \"write\""),
-        )
-    })
+    Op::parse(op).ok_or_else(|| CallError::BadOp(op.into()).into())
 }
 
 pub(crate) fn absolute(path: &str, cwd: &Path, home: &Path) -> napi::Result<PathBuf, String> {
-    paths::expand(path, home, cwd).map_err(|e| js_error("E_BAD_PATH", e.to_string()))
+    paths::expand(path, home, cwd).map_err(|e| CallError::BadPath(e.to_string()).into())
 }
 
 /// Hides the session's secrets in one stream of output: `push` each chunk and show what it
@@ -85,7 +83,7 @@ pub struct Sandbox {
     /// The session's network gate, reached without the session's lock (its questions come
     /// from proxy threads while a command holds the session).
     gate: Arc<crate::net::gate::Gate>,
-    questions: Arc<NetworkQuestions>,
+    questions: Arc<crate::session::network_questions::NetworkQuestions>,
 }
 
 impl Sandbox {
@@ -102,14 +100,12 @@ impl Sandbox {
 /// The session options `load` and `loadAsync` take, checked.
 pub(crate) fn session_options(options: LoadOptions) -> napi::Result<Options, String> {
     if options.cwd.is_empty() {
-        return Err(js_error("E_BAD_PATH", "cwd must not be empty"));
+        return Err(CallError::BadPath("cwd must not be empty".into()).into());
     }
     let cwd = PathBuf::from(&options.cwd);
     if !cwd.is_absolute() {
-        return Err(js_error(
-            "E_BAD_PATH",
-            format!("cwd must be absolute, got {:?}", options.cwd),
-        ));
+        let why = format!("cwd must be absolute, got {:?}", options.cwd);
+        return Err(CallError::BadPath(why).into());
     }
     let mut env = Env::from_process(&cwd);
     if let Some(h) = options.home {
@@ -410,7 +406,7 @@ impl Sandbox {
             .session()
             .set_mode(&mode, &how)
             .map(|m| m.as_str().into())
-            .map_err(|e| js_error("E_BAD_MODE", e))
+            .map_err(Into::into)
     }
 
     /// read-only → read-write → yolo → read-only; returns the new mode.
@@ -473,7 +469,7 @@ impl Sandbox {
     ) -> napi::Result<PreparedCommand, String> {
         let network = parse_network(network)?;
         if argv.is_empty() {
-            return Err(js_error("E_BAD_COMMAND", "no command given"));
+            return Err(CallError::NoCommand.into());
         }
         let what = Preparation::Argv(argv.into_iter().map(Into::into).collect());
         Ok(prepared(
@@ -503,43 +499,15 @@ impl Sandbox {
             self.gate.set_asker(None);
             return;
         };
-        let questions = self.questions.clone();
-        let asker: crate::net::gate::Asker = Arc::new(move |q: &crate::net::gate::Question| {
-            use std::sync::atomic::Ordering;
-            let id = questions.next.fetch_add(1, Ordering::Relaxed);
-            let (tx, rx) = std::sync::mpsc::channel();
-            questions
-                .waiting()
-                .insert(id, (q.host.clone(), q.withdrawn.clone(), tx));
-            let status = callback.call(
-                JsNetworkQuestion {
-                    id,
-                    host: q.host.clone(),
-                    port: q.port.into(),
-                    prompt: q.prompt.clone().into(),
-                },
-                napi::threadsafe_function::ThreadsafeFunctionCallMode::NonBlocking,
-            );
-            let mut answer = None;
-            if status == napi::Status::Ok {
-                // Until answered, withdrawn (the command is over) or timed out.
-                let until = std::time::Instant::now() + NETWORK_ANSWER_TIMEOUT;
-                while !q.withdrawn.load(Ordering::SeqCst) && std::time::Instant::now() < until {
-                    match rx.recv_timeout(std::time::Duration::from_millis(100)) {
-                        Ok(a) => {
-                            answer = Some(a);
-                            break;
-                        }
-                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
-                        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
-                    }
-                }
-            }
-            questions.waiting().remove(&id);
-            match answer.as_deref() {
-                None | Some("noUi") => None,
-                Some(_) => answer,
-            }
+        let asker = self.questions.asker(move |id, q| {
+            let question = JsNetworkQuestion {
+                id,
+                host: q.host.clone(),
+                port: q.port.into(),
+                prompt: q.prompt.clone().into(),
+            };
+            let mode = napi::threadsafe_function::ThreadsafeFunctionCallMode::NonBlocking;
+            callback.call(question, mode) == napi::Status::Ok
         });
         self.gate.set_asker(Some(asker));
     }
@@ -551,9 +519,7 @@ impl Sandbox {
     #[napi(catch_unwind)]
     pub fn start_host_proxy(&self) -> napi::Result<HostProxy, String> {
         let net = crate::net::gate::CommandNet::new(self.gate.clone());
-        let port = net
-            .serve_loopback()
-            .map_err(|e| js_error("E_PROXY", format!("cannot start the proxy: {e}")))?;
+        let port = net.serve_loopback().map_err(CallError::Proxy)?;
         Ok(HostProxy {
             port,
             net: Some(net),
@@ -564,7 +530,7 @@ impl Sandbox {
     /// because its command ended, or timed out): a dialog showing it can be closed when not.
     #[napi(catch_unwind)]
     pub fn network_prompt_pending(&self, id: u32) -> bool {
-        self.questions.waiting().contains_key(&id)
+        self.questions.pending(id)
     }
 
     /// The user's answer to the network question `id` (the four a blocked write has):
@@ -575,28 +541,7 @@ impl Sandbox {
     /// project / global answer that cannot be written is said in the sentence.
     #[napi(catch_unwind, ts_args_type = "id: number, answer: NetworkAnswer")]
     pub fn answer_network_prompt(&self, id: u32, answer: String) -> Option<String> {
-        use std::sync::atomic::Ordering;
-        let (host, withdrawn, tx) = self.questions.waiting().remove(&id)?;
-        let said = match answer.as_str() {
-            "project" | "global" if !withdrawn.load(Ordering::SeqCst) => {
-                let scope = WriteScope::parse(&answer).expect("a write scope");
-                let mut session = self.commands.session();
-                // The command may have ended while the lock was awaited: then nothing.
-                if withdrawn.load(Ordering::SeqCst) {
-                    return None;
-                }
-                Some(match session.grant_domain(&host, scope) {
-                    Ok(s) => s,
-                    Err(e) => format!(
-                        "{e}; {} is allowed for this command only",
-                        shown::name(&host)
-                    ),
-                })
-            }
-            _ => None,
-        };
-        let _ = tx.send(answer);
-        said
+        self.questions.answer(id, answer, &self.commands)
     }
 
     /// For a sandboxed command's output: one sentence for each path an error line reports as
@@ -622,17 +567,10 @@ impl Sandbox {
     /// @throws {SandboxError} `E_BAD_SCOPE`, `E_BAD_PATH`, `E_GRANT` (not grantable, or not stored).
     #[napi(catch_unwind, ts_args_type = "path: string, scope: WriteScope")]
     pub fn grant_write(&mut self, path: String, scope: String) -> napi::Result<String, String> {
-        let scope = WriteScope::parse(&scope).ok_or_else(|| {
-            js_error(
-                "E_BAD_SCOPE",
-                format!("unknown scope {scope:?}: session, project or global"),
-            )
-        })?;
+        let scope = write_scope(&scope)?;
         let mut session = self.commands.session();
         let p = session_path(&session, &path)?;
-        session
-            .grant_write(&p, scope)
-            .map_err(|e| js_error("E_GRANT", e))
+        session.grant_write(&p, scope).map_err(Into::into)
     }
 
     /// The user allowed `host` from the network prompt: session (approvals store), project
@@ -642,16 +580,11 @@ impl Sandbox {
     /// @throws {SandboxError} `E_BAD_SCOPE`, `E_GRANT` (a denied or bad host, or not stored).
     #[napi(catch_unwind, ts_args_type = "host: string, scope: WriteScope")]
     pub fn grant_domain(&mut self, host: String, scope: String) -> napi::Result<String, String> {
-        let scope = WriteScope::parse(&scope).ok_or_else(|| {
-            js_error(
-                "E_BAD_SCOPE",
-                format!("unknown scope {scope:?}: session, project or global"),
-            )
-        })?;
+        let scope = write_scope(&scope)?;
         self.commands
             .session()
             .grant_domain(&host, scope)
-            .map_err(|e| js_error("E_GRANT", e))
+            .map_err(Into::into)
     }
 
     /// The user allowed the env file `path` (the envRead / envWrite prompt): once (this tool
@@ -671,7 +604,7 @@ impl Sandbox {
         let p = session_path(&session, &path)?;
         session
             .grant_env_file(&p, &scope, write.unwrap_or(false))
-            .map_err(|e| js_error("E_GRANT", e))
+            .map_err(Into::into)
     }
 
     /// After "allow for this session / always" for an unsandboxed command: which commands
@@ -697,7 +630,7 @@ impl Sandbox {
         self.commands
             .session()
             .grant_command(&command, &scope, &key)
-            .map_err(|e| js_error("E_GRANT", e))
+            .map_err(Into::into)
     }
 
     /// The project config file and whether its widening rules apply; null without one.
@@ -741,7 +674,7 @@ impl Sandbox {
         self.commands
             .session()
             .answer_trust(&sha256, trusted)
-            .map_err(|e| js_error("E_GRANT", e))
+            .map_err(Into::into)
     }
 
     /// Why the approvals store could not be used as it is (corrupt file moved aside, newer

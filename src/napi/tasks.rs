@@ -4,7 +4,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{AsyncTask, Buffer, Task};
-use napi::Error;
 use serde_json::Value;
 
 use super::errors::*;
@@ -54,11 +53,7 @@ where
     }
 
     fn resolve(&mut self, env: napi::Env, output: Self::Output) -> napi::Result<T> {
-        output.map_err(|(code, message)| {
-            // Rejected with a JS error carrying our code, as the synchronous call throws.
-            let js = napi::JsError::from(js_error(&code, message)).into_unknown(env);
-            Error::from(js)
-        })
+        output.map_err(|e| rethrown(env, e))
     }
 }
 
@@ -84,7 +79,7 @@ pub(crate) fn check_tool_on(
 
 pub(crate) fn read_file_on(session: &Session, path: &str) -> napi::Result<Buffer, String> {
     let p = session_path(session, path)?;
-    session.read_file(&p).map(Into::into).map_err(file_op_error)
+    session.read_file(&p).map(Into::into).map_err(Into::into)
 }
 
 pub(crate) fn write_file_on(
@@ -95,7 +90,7 @@ pub(crate) fn write_file_on(
     let p = session_path(session, path)?;
     session
         .write_file(&p, content.as_bytes())
-        .map_err(file_op_error)
+        .map_err(Into::into)
 }
 
 pub(crate) fn access_file_on(
@@ -104,12 +99,12 @@ pub(crate) fn access_file_on(
     write: bool,
 ) -> napi::Result<(), String> {
     let p = session_path(session, path)?;
-    session.access_file(&p, write).map_err(file_op_error)
+    session.access_file(&p, write).map_err(Into::into)
 }
 
 pub(crate) fn mkdir_on(session: &Session, dir: &str) -> napi::Result<(), String> {
     let p = session_path(session, dir)?;
-    session.mkdir(&p).map_err(file_op_error)
+    session.mkdir(&p).map_err(Into::into)
 }
 
 pub(crate) fn tool_decision(

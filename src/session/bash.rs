@@ -4,15 +4,19 @@
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::path::PathBuf;
+use std::sync::Arc;
 
+use super::commands::{Commands, Ticket};
 use super::prompts::{self, Prompt};
 use super::{env_aliases, granted_how, Session};
 use crate::net::gate::CommandNet;
 use crate::platform::detect::{self, Capability};
 use crate::platform::launch::{self, Command, Launch, LaunchError};
+use crate::platform::mounts::Scan;
 use crate::policy::bash::{self as bash_policy, Adapter, BashDecision, BashRequest, Network};
 use crate::policy::environment;
 use crate::policy::guard::{Guard, Op, Verdict};
+use crate::shown;
 use crate::surface::audit::Finding;
 use crate::violations::Violation;
 
@@ -136,6 +140,16 @@ impl Session {
     }
 
     fn prepare(&self, command: Command, network: Option<Network>) -> Prepared {
+        self.prepare_with(command, network, &detect::detect())
+    }
+
+    /// `prepare` with the OS sandbox found here, `capability` (tests choose one).
+    pub(crate) fn prepare_with(
+        &self,
+        command: Command,
+        network: Option<Network>,
+        capability: &Capability,
+    ) -> Prepared {
         let guard = match self.guard() {
             Some(g) => g,
             None => {
@@ -143,7 +157,6 @@ impl Session {
             }
         };
         let network = network.unwrap_or_else(|| self.default_network());
-        let capability = detect::detect();
         let text = match &command {
             Command::Shell(text) => Some(*text),
             Command::Argv(_) => None,
@@ -152,7 +165,7 @@ impl Session {
             .and_then(|t| self.granted.command_grant(t))
             .map(granted_how);
         let decision = bash_policy::decide(&BashRequest {
-            capability: &capability,
+            capability,
             enabled: guard.enabled().value,
             mode: guard.mode().value,
             network,
@@ -172,9 +185,21 @@ impl Session {
             }
             BashDecision::Denied { reason } => return Prepared::Denied(reason),
         };
-        if let Some(reason) = program_in_reach(guard, &capability) {
+        if let Some(reason) = program_in_reach(guard, capability) {
             return Prepared::Denied(reason);
         }
+        self.launch(guard, command, (adapter, network), capability)
+    }
+
+    /// The launch of a command the policy sandboxes: the audit's baseline taken, the OS
+    /// layer set up with what the command may see and reach.
+    fn launch(
+        &self,
+        guard: &Guard,
+        command: Command,
+        (adapter, network): (Adapter, Network),
+        capability: &Capability,
+    ) -> Prepared {
         let mut auditor = self.auditor.borrow_mut();
         // Fail closed: what an earlier command left that could not be neutralised blocks
         // every command until it is gone or safe.
@@ -183,53 +208,18 @@ impl Session {
             return Prepared::Denied(blocked_reason(&blocking));
         }
         // The baseline of the audit after the command, whichever OS layer runs it.
-        // A repository whose hooks directory was not known: what lies there is protected
-        // from this command on.
-        let mut scan = self.with_hooks_of(guard, self.scan(guard));
-        scan.hidden_env_files =
-            crate::platform::mounts::env_files_around(guard, &mut self.env_listings.borrow_mut());
-        if guard.hides_env_files() {
-            // Fail closed: without the search's answer bash cannot know what to hide.
-            let elsewhere = match &self.env_search {
-                Some(search) => match search.found() {
-                    Ok(found) => found,
-                    Err(why) => return Prepared::Denied(why),
-                },
-                None => {
-                    return Prepared::Denied(
-                        "the search for env files in the home directory is not running".into(),
-                    )
-                }
-            };
-            let known: HashSet<PathBuf> = scan.hidden_env_files.iter().cloned().collect();
-            scan.hidden_env_files.extend(
-                elsewhere
-                    .iter()
-                    .filter_map(|p| crate::platform::mounts::env_file_to_mask(guard, p))
-                    .filter(|p| !known.contains(p)),
-            );
-        }
+        let scan = match self.scan_before_command(guard) {
+            Ok(scan) => scan,
+            Err(why) => return Prepared::Denied(why),
+        };
         auditor.baseline(&scan);
         self.remember(&scan);
         self.env_aliases.borrow_mut().elsewhere = env_aliases(scan.hidden_env_files.iter());
         let tmp = std::env::temp_dir();
         let unset_env: Vec<String> = self.dropped_env().into_iter().map(|d| d.name).collect();
-        let set_env = environment::cache_redirects(
-            |name| std::env::var(name).ok(),
-            &self.options.env.home,
-            |p| guard.check(Op::Write, p).allowed(),
-        );
+        let set_env = self.set_env(guard, network);
         let sockets = self.sockets();
         let net = (network == Network::Filtered).then(|| CommandNet::new(self.gate.clone()));
-        let mut set_env = set_env;
-        if network == Network::Filtered {
-            let no_proxy = self.gate.no_proxy();
-            for name in ["NO_PROXY", "no_proxy", "npm_config_noproxy"] {
-                set_env.push((name.into(), no_proxy.into()));
-            }
-            // Node's own fetch and http honour the proxy variables only when told to (22.21+).
-            set_env.push(("NODE_USE_ENV_PROXY".into(), "1".into()));
-        }
         let setup = |program, features| launch::Setup {
             net: net.as_ref(),
             guard,
@@ -242,7 +232,7 @@ impl Session {
             tmp_dir: &tmp,
             scan: &scan,
         };
-        let launch = match (adapter, &capability, command) {
+        let launch = match (adapter, capability, command) {
             (Adapter::Bwrap, Capability::Bwrap { program, features }, _) => {
                 launch::bwrap(&setup(program, *features), command)
             }
@@ -263,6 +253,54 @@ impl Session {
             auditor.baseline_paths(&l.placeholders);
         }
         built(launch)
+    }
+
+    /// What the guard keeps read-only in bash's writable trees before a command, with the
+    /// env files it hides; or why bash cannot know what to hide.
+    fn scan_before_command(&self, guard: &Guard) -> Result<Scan, String> {
+        // A repository whose hooks directory was not known: what lies there is protected
+        // from this command on.
+        let mut scan = self.with_hooks_of(guard, self.scan(guard));
+        scan.hidden_env_files =
+            crate::platform::mounts::env_files_around(guard, &mut self.env_listings.borrow_mut());
+        if guard.hides_env_files() {
+            // Fail closed: without the search's answer bash cannot know what to hide.
+            let elsewhere = match &self.env_search {
+                Some(search) => search.found()?,
+                None => {
+                    return Err(
+                        "the search for env files in the home directory is not running".into(),
+                    )
+                }
+            };
+            let known: HashSet<PathBuf> = scan.hidden_env_files.iter().cloned().collect();
+            scan.hidden_env_files.extend(
+                elsewhere
+                    .iter()
+                    .filter_map(|p| crate::platform::mounts::env_file_to_mask(guard, p))
+                    .filter(|p| !known.contains(p)),
+            );
+        }
+        Ok(scan)
+    }
+
+    /// The variables a sandboxed command gets set: caches redirected where it may write,
+    /// and with a filtered network what keeps the proxy's own hosts off it.
+    fn set_env(&self, guard: &Guard, network: Network) -> Vec<(String, String)> {
+        let mut set_env = environment::cache_redirects(
+            |name| std::env::var(name).ok(),
+            &self.options.env.home,
+            |p| guard.check(Op::Write, p).allowed(),
+        );
+        if network == Network::Filtered {
+            let no_proxy = self.gate.no_proxy();
+            for name in ["NO_PROXY", "no_proxy", "npm_config_noproxy"] {
+                set_env.push((name.into(), no_proxy.into()));
+            }
+            // Node's own fetch and http honour the proxy variables only when told to (22.21+).
+            set_env.push(("NODE_USE_ENV_PROXY".into(), "1".into()));
+        }
+        set_env
     }
 
     /// The network mode when the user chose none: filtered when the config lists domains.
@@ -410,6 +448,100 @@ impl Session {
         }
         notes
     }
+}
+
+/// What of a launch outlives it until the command is over.
+#[derive(Default)]
+pub(crate) struct Ended {
+    supervisor: Option<launch::Supervisor>,
+    pub(crate) net: Option<Arc<CommandNet>>,
+}
+
+impl Ended {
+    /// Drops `launch` (its fds, its temp files); its socket supervisor and its proxy, if
+    /// any, are kept for what they refused.
+    pub(crate) fn of(mut launch: Launch) -> Ended {
+        launch.discard();
+        Ended {
+            supervisor: launch.supervisor.take(),
+            net: launch.net.take(),
+        }
+    }
+}
+
+/// After a command: what the socket supervisor refused (it waits a moment for the command's
+/// last process to go), the hosts its proxy blocked (the proxy stops), and what the audit
+/// found, one sentence each; the socket refusals go to the violation log (the proxy and the
+/// audit log their own). A note is one line naming what the command made or reached: all
+/// of it is escaped (`shown::text`), so a name's newline cannot start a line of its own.
+pub(crate) fn finished(ended: Ended, ticket: Option<(Arc<Commands>, Ticket)>) -> Vec<String> {
+    notes_of(ended, ticket)
+        .iter()
+        .map(|n| shown::text(n))
+        .collect()
+}
+
+fn notes_of(ended: Ended, ticket: Option<(Arc<Commands>, Ticket)>) -> Vec<String> {
+    // Said once per session, where bash hides env files; git is asked without the lock.
+    let committed_env = ticket.as_ref().and_then(|(commands, _)| {
+        let session = commands.session();
+        let hides = session.guard().is_some_and(|g| g.hides_env_files());
+        hides.then(|| session.committed_env())
+    });
+    let Ended { supervisor, net } = ended;
+    let refused = supervisor.map(|s| s.finish()).unwrap_or_default();
+    let blocked_hosts = net.map(|n| n.finish()).unwrap_or_default();
+    if let Some((commands, _)) = &ticket {
+        if !refused.is_empty() {
+            commands.session().log_socket_refusals(&refused);
+        }
+    }
+    let mut out: Vec<String> = refused
+        .into_iter()
+        .map(|r| {
+            let mut c = r.message.chars();
+            match c.next() {
+                Some(first) => first.to_uppercase().chain(c).collect(),
+                None => r.message,
+            }
+        })
+        .collect();
+    out.extend(blocked_hosts);
+    out.extend(audit(ticket));
+    out.extend(committed_env.and_then(|c| c.first_note()));
+    out
+}
+
+/// The audit of a ticket's command, one sentence per finding (none without a ticket).
+fn audit(ticket: Option<(Arc<Commands>, Ticket)>) -> Vec<String> {
+    match ticket {
+        Some((commands, ticket)) => commands
+            .finish(ticket)
+            .iter()
+            .map(|f| f.to_string())
+            .collect(),
+        None => vec![],
+    }
+}
+
+/// What to prepare, for `PrepareTask`.
+pub(crate) enum Preparation {
+    Bash(String),
+    Argv(Vec<std::ffi::OsString>),
+}
+
+pub(crate) fn prepare_on(
+    commands: &Commands,
+    what: &Preparation,
+    network: Option<Network>,
+) -> (Prepared, Option<Ticket>) {
+    commands.prepare(|session| {
+        session.refresh();
+        match what {
+            Preparation::Bash(command) => session.prepare_bash(command, network),
+            Preparation::Argv(argv) => session.prepare_argv(argv, network),
+        }
+    })
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The user's answers: grants from the write, env, network and command prompts (in memory,
 //! in the approvals store, or written into a config file), and project trust.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::approvals::{self, Grant, Scope, Store};
 use super::prompts::{self, Prompt};
@@ -12,6 +12,81 @@ use crate::policy::guard::{Decision, Op, Verdict};
 use crate::policy::trust::{ProjectLayer, Trust};
 use crate::session::config_edit::{ListKey, ALLOWED_DOMAINS, ALLOW_WRITE};
 use crate::shown;
+
+/// Why a grant was not made; said to the user as it is.
+#[derive(Debug)]
+pub enum GrantError {
+    /// The guard does not ask about the path: a prompt's answer never lifts a hard block.
+    NotAskable {
+        path: PathBuf,
+        reason: String,
+    },
+    /// An env file is allowed through `grant_env_file`, not as a write.
+    EnvFileAsWrite,
+    /// The directory holds the home or the project's parents.
+    TooBroad(PathBuf),
+    /// Not a host name or address.
+    BadHost(String),
+    /// deniedDomains lists the host.
+    DeniedHost {
+        host: String,
+        rule: String,
+    },
+    UnknownScope {
+        given: String,
+        takes: &'static str,
+    },
+    /// A command grant's key that is neither `exact` nor `prefix:N`.
+    UnknownKey(String),
+    BadPrefixLength(String),
+    NotSimpleCommand,
+    /// The project file changed since the user was asked about it.
+    TrustChanged(PathBuf),
+    /// The approvals store or a config file could not be read or written.
+    Storage(String),
+}
+
+impl GrantError {
+    fn storage(e: impl std::fmt::Display) -> GrantError {
+        GrantError::Storage(e.to_string())
+    }
+}
+
+impl std::fmt::Display for GrantError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GrantError::NotAskable { path, reason } => write!(
+                f,
+                "{} cannot be allowed from a prompt: {reason}",
+                shown::path(path)
+            ),
+            GrantError::EnvFileAsWrite => f.write_str("an env file is allowed through grantEnvFile"),
+            GrantError::TooBroad(dir) => write!(
+                f,
+                "{} holds your home or this project's parents: too wide to grant from a prompt; add a narrower directory to filesystem.allowWrite yourself",
+                shown::path(dir)
+            ),
+            GrantError::BadHost(why) | GrantError::Storage(why) => f.write_str(why),
+            GrantError::DeniedHost { host, rule } => write!(
+                f,
+                "{host} cannot be allowed from a prompt: it is denied by {rule}"
+            ),
+            GrantError::UnknownScope { given, takes } => {
+                write!(f, "unknown scope {given:?}: {takes}")
+            }
+            GrantError::UnknownKey(key) => write!(f, "unknown key {key:?}: exact or prefix:N"),
+            GrantError::BadPrefixLength(key) => write!(f, "bad prefix length in {key:?}"),
+            GrantError::NotSimpleCommand => f.write_str(
+                "only a simple command (no ; && | $(...), redirections or newlines) can be allowed by prefix",
+            ),
+            GrantError::TrustChanged(file) => write!(
+                f,
+                "{} changed since you were asked; it will be shown again",
+                shown::path(file)
+            ),
+        }
+    }
+}
 
 /// Where a write grant goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,28 +117,32 @@ fn add_list_entry(
     inherited: &[String],
     entry: &str,
     lock: &Path,
-) -> Result<(), String> {
+) -> Result<(), GrantError> {
     let _turn = config_lock(lock)?;
     let text = read_config_text(file)?;
     let new = crate::session::config_edit::with_entry(file, text.as_deref(), at, inherited, entry)
-        .map_err(|e| e.to_string())?;
-    crate::session::config_edit::replace_file(file, &new).map_err(|e| e.to_string())
+        .map_err(GrantError::storage)?;
+    crate::session::config_edit::replace_file(file, &new).map_err(GrantError::storage)
 }
 
 /// The lock every grant written into a config file takes, in pi's agent dir (not beside the
 /// project's file, which would leave a lock file in the repository): two pi sessions
 /// granting into one file at once, each reading it, editing and replacing it, lose nothing.
-fn config_lock(lock: &Path) -> Result<std::fs::File, String> {
+fn config_lock(lock: &Path) -> Result<std::fs::File, GrantError> {
     if let Some(dir) = lock.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
-    crate::session::config_edit::exclusive_lock(lock)
-        .map_err(|e| format!("cannot lock {} to write the grant: {e}", lock.display()))
+    crate::session::config_edit::exclusive_lock(lock).map_err(|e| {
+        GrantError::Storage(format!(
+            "cannot lock {} to write the grant: {e}",
+            lock.display()
+        ))
+    })
 }
 
 /// A config file's text; None when it does not exist (as a load reads it).
-fn read_config_text(file: &Path) -> Result<Option<String>, String> {
-    config::read_layer(file).map_err(|e| e.to_string())
+fn read_config_text(file: &Path) -> Result<Option<String>, GrantError> {
+    config::read_layer(file).map_err(GrantError::storage)
 }
 
 impl Session {
@@ -89,20 +168,21 @@ impl Session {
         dir.parent().is_none() || home.starts_with(dir) || cwd.starts_with(dir)
     }
 
-    fn store(&self) -> Result<&Store, String> {
-        self.store.as_ref().map_err(Clone::clone)
+    fn store(&self) -> Result<&Store, GrantError> {
+        self.store
+            .as_ref()
+            .map_err(|e| GrantError::Storage(e.clone()))
     }
 
     /// The guard's decision on `path` if it is one the user may grant (it asks), else why
     /// not: a prompt's answer never lifts a hard block.
-    fn askable(&self, op: Op, path: &Path) -> Result<Decision, String> {
+    fn askable(&self, op: Op, path: &Path) -> Result<Decision, GrantError> {
         let decision = self.check(op, path);
         if decision.verdict != Verdict::Prompt {
-            return Err(format!(
-                "{} cannot be allowed from a prompt: {}",
-                shown::path(&decision.path),
-                decision.reason
-            ));
+            return Err(GrantError::NotAskable {
+                path: decision.path,
+                reason: decision.reason,
+            });
         }
         Ok(decision)
     }
@@ -111,15 +191,14 @@ impl Session {
     /// memory, or written into the project's or the global config file. The policy is
     /// reloaded, so the next check and the next bash command's mounts include it. Returns
     /// where the grant went.
-    pub fn grant_write(&mut self, path: &Path, scope: WriteScope) -> Result<String, String> {
+    pub fn grant_write(&mut self, path: &Path, scope: WriteScope) -> Result<String, GrantError> {
         let decision = self.askable(Op::Write, path)?;
         if decision.rule == crate::policy::guard::ENV_FILE_RULE {
-            return Err("an env file is allowed through grantEnvFile".into());
+            return Err(GrantError::EnvFileAsWrite);
         }
         if self.too_broad(prompts::write_grant_dir(&decision.path)) {
-            return Err(format!(
-                "{} holds your home or this project's parents: too wide to grant from a prompt; add a narrower directory to filesystem.allowWrite yourself",
-                shown::path(prompts::write_grant_dir(&decision.path))
+            return Err(GrantError::TooBroad(
+                prompts::write_grant_dir(&decision.path).to_path_buf(),
             ));
         }
         let dir = prompts::write_grant_dir(&decision.path)
@@ -190,12 +269,12 @@ impl Session {
         &self,
         env: &Env,
         pick: impl Fn(Config) -> Vec<String>,
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<Vec<String>, GrantError> {
         let global = env.global_config();
         let text = std::fs::read_to_string(&global).ok();
         config::merge(Config::defaults_for(env), &[(global, text)])
             .map(pick)
-            .map_err(|e| e.to_string())
+            .map_err(GrantError::storage)
     }
 
     /// Adds `entry` to the list `at` of the project's config file. The answer about the
@@ -210,21 +289,21 @@ impl Session {
         inherited: &[String],
         entry: &str,
         granted_by: &str,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, GrantError> {
         let env = self.options.env.clone();
         let file = env.project_config();
         // The store as it is now (another pi may have answered meanwhile).
         let granted = self
             .store()?
             .load(&self.session_id())
-            .map_err(|e| e.to_string())?;
+            .map_err(GrantError::storage)?;
         let turn = config_lock(&self.config_lock_path())?;
         let before = read_config_text(&file)?;
         let answered = match &before {
             None => Some(true),
             Some(text) => {
                 let (key, widens) =
-                    config::project_trust_key(&env, text).map_err(|e| e.to_string())?;
+                    config::project_trust_key(&env, text).map_err(GrantError::storage)?;
                 match granted.trust(&file) {
                     _ if !widens => Some(true),
                     Some((hash, trusted)) if hash == key => Some(trusted),
@@ -234,8 +313,8 @@ impl Session {
         };
         let after =
             crate::session::config_edit::with_entry(&file, before.as_deref(), at, inherited, entry)
-                .map_err(|e| e.to_string())?;
-        crate::session::config_edit::replace_file(&file, &after).map_err(|e| e.to_string())?;
+                .map_err(GrantError::storage)?;
+        crate::session::config_edit::replace_file(&file, &after).map_err(GrantError::storage)?;
         drop(turn);
         let recorded = match answered {
             Some(trusted) => self.record_project_trust(&env, &after, trusted, granted_by),
@@ -254,8 +333,8 @@ impl Session {
         text: &str,
         trusted: bool,
         granted_by: &str,
-    ) -> Result<(), String> {
-        let (key, _) = config::project_trust_key(env, text).map_err(|e| e.to_string())?;
+    ) -> Result<(), GrantError> {
+        let (key, _) = config::project_trust_key(env, text).map_err(GrantError::storage)?;
         self.store()?
             .grant(
                 Scope::Always,
@@ -268,7 +347,7 @@ impl Session {
                 granted_by,
             )
             .map(|_| ())
-            .map_err(|e| e.to_string())
+            .map_err(GrantError::storage)
     }
 
     /// Adds `entry` to the list `at` of the global config file. A project file that sets
@@ -281,7 +360,7 @@ impl Session {
         defaults: &[String],
         entry: &str,
         granted_by: &str,
-    ) -> Result<(String, bool), String> {
+    ) -> Result<(String, bool), GrantError> {
         let global = self.options.env.global_config();
         add_list_entry(&global, at, defaults, entry, &self.config_lock_path())?;
         let project = self.options.env.project_config();
@@ -308,13 +387,12 @@ impl Session {
     /// projects": added to network.allowedDomains of that config file (for this project,
     /// while the file is not trusted, for this session instead). `host` is refused if the
     /// rules deny it: a prompt's answer never lifts deniedDomains. Returns what was done.
-    pub fn grant_domain(&mut self, host: &str, scope: WriteScope) -> Result<String, String> {
-        let parsed = crate::net::domains::parse_host(host).map_err(|e| e.to_string())?;
+    pub fn grant_domain(&mut self, host: &str, scope: WriteScope) -> Result<String, GrantError> {
+        let parsed = crate::net::domains::parse_host(host)
+            .map_err(|e| GrantError::BadHost(e.to_string()))?;
         let host = parsed.to_string();
         if let gate::Judgement::Denied(rule) = self.gate.judge(&parsed) {
-            return Err(format!(
-                "{host} cannot be allowed from a prompt: it is denied by {rule}"
-            ));
+            return Err(GrantError::DeniedHost { host, rule });
         }
         let env = self.options.env.clone();
         let landed = match scope {
@@ -361,7 +439,12 @@ impl Session {
     /// The user allowed an env file (the env prompt): `once` for the tool call being run (a
     /// read, or with `write` a change, which an edit makes after reading), `session` or
     /// `always` through the approvals store (reading and changing it, in both layers).
-    pub fn grant_env_file(&mut self, path: &Path, scope: &str, write: bool) -> Result<(), String> {
+    pub fn grant_env_file(
+        &mut self,
+        path: &Path,
+        scope: &str,
+        write: bool,
+    ) -> Result<(), GrantError> {
         let decision = self.askable(Op::Read, path)?;
         let scope = match scope {
             "once" => {
@@ -374,7 +457,12 @@ impl Session {
             }
             "session" => Scope::Session,
             "always" => Scope::Always,
-            other => return Err(format!("unknown scope {other:?}: once, session or always")),
+            other => {
+                return Err(GrantError::UnknownScope {
+                    given: other.into(),
+                    takes: "once, session or always",
+                })
+            }
         };
         self.store()?
             .grant(
@@ -385,7 +473,7 @@ impl Session {
                 &self.session_id(),
                 "user: env file read prompt",
             )
-            .map_err(|e| e.to_string())?;
+            .map_err(GrantError::storage)?;
         self.reload();
         Ok(())
     }
@@ -397,30 +485,38 @@ impl Session {
 
     /// The user allowed `command` to run unsandboxed for the session or for good, keyed as
     /// they chose: `exact`, or `prefix:N` (its first N words, simple commands only).
-    pub fn grant_command(&mut self, command: &str, scope: &str, key: &str) -> Result<(), String> {
+    pub fn grant_command(
+        &mut self,
+        command: &str,
+        scope: &str,
+        key: &str,
+    ) -> Result<(), GrantError> {
         let scope = match scope {
             "session" => Scope::Session,
             "always" => Scope::Always,
-            other => return Err(format!("unknown scope {other:?}: session or always")),
+            other => {
+                return Err(GrantError::UnknownScope {
+                    given: other.into(),
+                    takes: "session or always",
+                })
+            }
         };
         let grant = match key.strip_prefix("prefix:") {
             None if key == "exact" => Grant::Command {
                 command: command.to_string(),
             },
             Some(n) => {
-                let words = approvals::simple_argv(command).ok_or_else(|| {
-                    "only a simple command (no ; && | $(...), redirections or newlines) can be allowed by prefix".to_string()
-                })?;
+                let words = approvals::simple_argv(command).ok_or(GrantError::NotSimpleCommand)?;
                 let n: usize = n
                     .parse()
                     .ok()
                     .filter(|n| (1..=words.len()).contains(n))
-                    .ok_or_else(|| format!("bad prefix length in {key:?}"))?;
+                    .ok_or_else(|| GrantError::BadPrefixLength(key.into()))?;
                 Grant::CommandPrefix {
                     argv: words[..n].to_vec(),
                 }
             }
-            None => return Err(format!("unknown key {key:?}: exact or prefix:N")),
+            None => return Err(GrantError::UnknownKey(key.into())),
         };
         self.store()?
             .grant(
@@ -429,7 +525,7 @@ impl Session {
                 &self.session_id(),
                 "user: unsandboxed bash prompt",
             )
-            .map_err(|e| e.to_string())?;
+            .map_err(GrantError::storage)?;
         self.reload();
         Ok(())
     }
@@ -449,14 +545,11 @@ impl Session {
 
     /// The user's answer about the project file's current content (`sha256`, as shown in the
     /// prompt: a file changed since is not what they saw, and is not trusted by it).
-    pub fn answer_trust(&mut self, sha256: &str, trusted: bool) -> Result<(), String> {
+    pub fn answer_trust(&mut self, sha256: &str, trusted: bool) -> Result<(), GrantError> {
         let file = self.options.env.project_config();
         self.refresh();
         if self.project_layer().map(|p| p.sha256.as_str()) != Some(sha256) {
-            return Err(format!(
-                "{} changed since you were asked; it will be shown again",
-                shown::path(&file)
-            ));
+            return Err(GrantError::TrustChanged(file));
         }
         self.store()?
             .grant(
@@ -469,7 +562,7 @@ impl Session {
                 &self.session_id(),
                 "user: project trust prompt",
             )
-            .map_err(|e| e.to_string())?;
+            .map_err(GrantError::storage)?;
         self.reload();
         Ok(())
     }
@@ -480,3 +573,7 @@ impl Session {
         self.granted.notice.as_deref()
     }
 }
+
+#[cfg(test)]
+#[path = "grants_tests.rs"]
+mod tests;

@@ -8,6 +8,7 @@ pub mod config_edit;
 pub mod files;
 pub mod grants;
 pub mod load_error;
+pub(crate) mod network_questions;
 pub mod prompts;
 pub mod report;
 pub(crate) mod repos;
@@ -35,6 +36,21 @@ use crate::surface::audit::Auditor;
 use crate::surface::hooks::GitPath;
 use crate::surface::index::Index;
 use crate::violations::{Violation, ViolationLog};
+
+/// A mode name `Mode::parse` does not know.
+#[derive(Debug)]
+pub struct UnknownMode(String);
+
+impl std::fmt::Display for UnknownMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown sandbox mode {:?}; use {MODE_HELP}", self.0)
+    }
+}
+
+/// A mode name or alias as the user typed it.
+pub(crate) fn parse_mode(raw: &str) -> Result<Mode, UnknownMode> {
+    Mode::parse(raw).ok_or_else(|| UnknownMode(raw.into()))
+}
 
 /// What a session needs to know beyond the environment.
 #[derive(Debug, Clone)]
@@ -579,9 +595,8 @@ impl Session {
         self.guard().is_none_or(|g| g.enabled().value)
     }
 
-    pub fn set_mode(&mut self, raw: &str, how: &str) -> Result<Mode, String> {
-        let mode = Mode::parse(raw)
-            .ok_or_else(|| format!("unknown sandbox mode {raw:?}; use {MODE_HELP}"))?;
+    pub fn set_mode(&mut self, raw: &str, how: &str) -> Result<Mode, UnknownMode> {
+        let mode = parse_mode(raw)?;
         self.mode_override = Some((mode, how.to_string()));
         if let Ok(loaded) = &mut self.state {
             loaded.guard.set_mode(mode, how);
@@ -603,26 +618,36 @@ impl Session {
     }
 }
 
+/// A session for tests in `dir`: home, project (`proj`, the cwd) and agent dir below it.
+#[cfg(test)]
+pub(crate) fn session_in(
+    dir: &Path,
+    approval_mode: Option<&str>,
+    session_id: Option<&str>,
+) -> Session {
+    let env = Env {
+        home: dir.join("home"),
+        cwd: dir.join("proj"),
+        agent_dir: dir.join("agent"),
+        session_dirs: vec![],
+        session_file: None,
+        pi_loads: vec![],
+    };
+    std::fs::create_dir_all(&env.cwd).unwrap();
+    std::fs::create_dir_all(&env.home).unwrap();
+    Session::load(Options {
+        env,
+        approval_mode: approval_mode.map(Into::into),
+        session_id: session_id.map(Into::into),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn session(dir: &Path) -> Session {
-        let env = Env {
-            home: dir.join("home"),
-            cwd: dir.join("proj"),
-            agent_dir: dir.join("agent"),
-            session_dirs: vec![],
-            session_file: None,
-            pi_loads: vec![],
-        };
-        std::fs::create_dir_all(&env.cwd).unwrap();
-        std::fs::create_dir_all(&env.home).unwrap();
-        Session::load(Options {
-            env,
-            approval_mode: None,
-            session_id: None,
-        })
+        session_in(dir, None, None)
     }
 
     #[test]
@@ -702,7 +727,11 @@ mod tests {
         assert_eq!(s.mode(), Mode::ReadOnly);
         let d = s.check(Op::Write, &s.env().cwd.join("a"));
         assert_eq!(d.source, "Ctrl+X");
-        assert!(s.set_mode("bogus", "x").unwrap_err().contains("read-only"));
+        assert!(s
+            .set_mode("bogus", "x")
+            .unwrap_err()
+            .to_string()
+            .contains("read-only"));
     }
 
     #[test]
