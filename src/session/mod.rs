@@ -5,6 +5,7 @@ pub mod approvals;
 pub mod bash;
 pub mod commands;
 pub mod config_edit;
+mod describe;
 pub mod files;
 pub mod grants;
 pub mod load_error;
