@@ -95,7 +95,22 @@ impl Session {
             "\nBash's index of the writable trees: {}",
             self.index_status()
         );
-        let dropped = self.dropped_env();
+        self.describe_project(&mut out);
+        out.push_str(&self.committed_env.report());
+        if let Some(kept) = self.kept_notice() {
+            let _ = writeln!(out, "\n{}", shown::lines(&kept));
+        }
+        self.describe_grants(&mut out);
+        if let Ok(l) = &self.state {
+            describe_git_paths(l, &mut out);
+            self.describe_env(l, &mut out);
+            self.describe_secrets(&mut out);
+        }
+        out
+    }
+
+    /// The project file and whether its widening rules apply.
+    fn describe_project(&self, out: &mut String) {
         if let Some(p) = self.project_layer() {
             let _ = writeln!(out, "\nProject config {}: {}", shown::path(&p.file), match (p.widenings.is_empty(), p.trust) {
                 (true, _) => "only tightens, applied in full",
@@ -107,10 +122,10 @@ impl Session {
                 let _ = writeln!(out, "  would {} ({})", w.what, w.key);
             }
         }
-        out.push_str(&self.committed_env.report());
-        if let Some(kept) = self.kept_notice() {
-            let _ = writeln!(out, "\n{}", shown::lines(&kept));
-        }
+    }
+
+    /// The approvals store and what it grants this session, with the writes allowed in memory.
+    fn describe_grants(&self, out: &mut String) {
         let store = match &self.store {
             Ok(s) => shown::path(s.path()),
             Err(e) => format!("unusable: {e}"),
@@ -149,49 +164,59 @@ impl Session {
         for (dir, how) in &self.session_writes {
             let _ = writeln!(out, "  write in {} — {how}", shown::name(dir));
         }
-        if let Ok(l) = &self.state {
-            let _ = writeln!(
-                out,
-                "\nGit hooks directories besides .git/hooks (core.hooksPath) and config files git includes, protected like .git/hooks and .git/config (filesystem.allowHooksPath, for the hooks: {}):",
-                l.config.allow_hooks_path.value
-            );
-            if l.guard.git_paths().is_empty() {
-                let _ = writeln!(out, "  none");
-            }
-            for h in l.guard.git_paths() {
-                let _ = writeln!(
-                    out,
-                    "  {} — {} in {}",
-                    shown::path(&h.path),
-                    shown::text(&h.why),
-                    shown::path(&h.git_dir)
-                );
-            }
-            let _ = writeln!(
-                out,
-                "\nEnvironment variables sandboxed commands do not get (env.allow: {}; env.deny: {}):",
-                show_list(&l.config.env_allow.value),
-                show_list(&l.config.env_deny.value)
-            );
-            if dropped.is_empty() {
-                let _ = writeln!(out, "  none");
-            }
-            for d in &dropped {
-                let _ = writeln!(out, "  {} — {}", shown::name(&d.name), d.why);
-            }
-            let redactor = self.redactor();
-            let _ = writeln!(
-                out,
-                "\nSecrets hidden from the model in tools' output as [redacted: NAME] (values of {}+ characters; add with redact.values / redact.env):",
-                redact::MIN_SECRET_LEN
-            );
-            if redactor.is_empty() {
-                let _ = writeln!(out, "  none");
-            }
-            for name in redactor.names() {
-                let _ = writeln!(out, "  {}", shown::name(name));
-            }
+    }
+
+    /// The variables sandboxed commands do not get.
+    fn describe_env(&self, l: &super::Loaded, out: &mut String) {
+        let dropped = self.dropped_env();
+        let _ = writeln!(
+            out,
+            "\nEnvironment variables sandboxed commands do not get (env.allow: {}; env.deny: {}):",
+            show_list(&l.config.env_allow.value),
+            show_list(&l.config.env_deny.value)
+        );
+        if dropped.is_empty() {
+            let _ = writeln!(out, "  none");
         }
-        out
+        for d in &dropped {
+            let _ = writeln!(out, "  {} — {}", shown::name(&d.name), d.why);
+        }
+    }
+
+    /// The names whose values are hidden from the model.
+    fn describe_secrets(&self, out: &mut String) {
+        let redactor = self.redactor();
+        let _ = writeln!(
+            out,
+            "\nSecrets hidden from the model in tools' output as [redacted: NAME] (values of {}+ characters; add with redact.values / redact.env):",
+            redact::MIN_SECRET_LEN
+        );
+        if redactor.is_empty() {
+            let _ = writeln!(out, "  none");
+        }
+        for name in redactor.names() {
+            let _ = writeln!(out, "  {}", shown::name(name));
+        }
+    }
+}
+
+/// The hooks directories and included config files the guard protects besides .git's own.
+fn describe_git_paths(l: &super::Loaded, out: &mut String) {
+    let _ = writeln!(
+            out,
+            "\nGit hooks directories besides .git/hooks (core.hooksPath) and config files git includes, protected like .git/hooks and .git/config (filesystem.allowHooksPath, for the hooks: {}):",
+            l.config.allow_hooks_path.value
+        );
+    if l.guard.git_paths().is_empty() {
+        let _ = writeln!(out, "  none");
+    }
+    for h in l.guard.git_paths() {
+        let _ = writeln!(
+            out,
+            "  {} — {} in {}",
+            shown::path(&h.path),
+            shown::text(&h.why),
+            shown::path(&h.git_dir)
+        );
     }
 }

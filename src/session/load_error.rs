@@ -14,6 +14,37 @@ pub struct LoadError {
     pub file: Option<PathBuf>,
 }
 
+impl LoadError {
+    /// What stands before the first load, which `Session::load` does.
+    pub(crate) fn not_loaded() -> LoadError {
+        LoadError {
+            code: "E_NOT_LOADED",
+            message: String::new(),
+            file: None,
+        }
+    }
+
+    /// `PI_SANDBOX_APPROVAL_MODE` is none of the modes.
+    pub(crate) fn approval_mode(raw: &str) -> LoadError {
+        LoadError {
+            code: "E_APPROVAL_MODE",
+            message: format!(
+                "PI_SANDBOX_APPROVAL_MODE={raw:?} is not one of ask, always, deny; set one of those or unset it (ask)"
+            ),
+            file: None,
+        }
+    }
+
+    /// A list the config parsed but the session cannot compile (a domain, an env pattern).
+    pub(crate) fn schema(message: String) -> LoadError {
+        LoadError {
+            code: "E_CONFIG_SCHEMA",
+            message,
+            file: None,
+        }
+    }
+}
+
 impl From<ConfigError> for LoadError {
     fn from(e: ConfigError) -> Self {
         LoadError {

@@ -93,15 +93,13 @@ fn net_rules(config: &Config, granted: &Snapshot, env: &Env) -> Result<gate::Rul
         &config.allowed_domains.value,
         &config.denied_domains.value,
     )
-    .map_err(|e| LoadError {
-        code: "E_CONFIG_SCHEMA",
-        message: format!(
+    .map_err(|e| {
+        LoadError::schema(format!(
             "{}[{}]: {}",
             e.key,
             e.index,
             shown::text(&e.error.to_string())
-        ),
-        file: None,
+        ))
     })?;
     let granted = granted
         .network_grants()
@@ -245,11 +243,7 @@ impl Session {
             once: Default::default(),
             log,
             options,
-            state: Err(LoadError {
-                code: "E_NOT_LOADED",
-                message: String::new(),
-                file: None,
-            }),
+            state: Err(LoadError::not_loaded()),
             mode_override: None,
             stamp: vec![],
             auditor: std::cell::RefCell::new(Auditor::new(quarantine, first_session)),
@@ -401,13 +395,7 @@ impl Session {
     fn build(&self) -> Result<Loaded, LoadError> {
         let approval = match &self.options.approval_mode {
             None => ApprovalMode::Ask,
-            Some(raw) => ApprovalMode::parse(raw).ok_or_else(|| LoadError {
-                code: "E_APPROVAL_MODE",
-                message: format!(
-                    "PI_SANDBOX_APPROVAL_MODE={raw:?} is not one of ask, always, deny; set one of those or unset it (ask)"
-                ),
-                file: None,
-            })?,
+            Some(raw) => ApprovalMode::parse(raw).ok_or_else(|| LoadError::approval_mode(raw))?,
         };
         let granted = &self.granted;
         let trust_of = |file: &Path, sha256: &str| match granted.trust(file) {
@@ -438,15 +426,13 @@ impl Session {
         );
         let env_policy =
             EnvPolicy::new(&config.env_allow.value, &config.env_deny.value, read_by_pi).map_err(
-                |e| LoadError {
-                    code: "E_CONFIG_SCHEMA",
-                    message: format!(
+                |e| {
+                    LoadError::schema(format!(
                         "{}: '{}': {}",
                         e.key,
                         shown::name(&e.entry),
                         shown::text(&e.message)
-                    ),
-                    file: None,
+                    ))
                 },
             )?;
         let net_rules = net_rules(&config, granted, &self.options.env)?;
