@@ -9,7 +9,8 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use crate::session::{Prepared, Session};
+use crate::session::bash::Prepared;
+use crate::session::Session;
 use crate::surface::audit::Finding;
 
 /// Proof that a command was prepared: the one that may be audited next.

@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::policy::config::{Config, Source};
 use crate::policy::guard::Guard;
 use crate::policy::protected::Place;
-use crate::session::LoadError;
+use crate::session::load_error::LoadError;
 use crate::shown;
 
 /// The effective configuration of the session in `cwd`, each value with the file it came
@@ -41,18 +41,30 @@ pub fn describe(cwd: &Path, state: Result<(&Config, &Guard), &LoadError>) -> Str
             if *present { "loaded" } else { "absent" }
         );
     }
+    settings(&mut out, c, g);
+    protected_places(&mut out, g);
+    out
+}
+
+/// The paths as one line, each shown.
+fn paths(it: &mut dyn Iterator<Item = &Path>) -> String {
+    it.map(shown::path).collect::<Vec<_>>().join(", ")
+}
+
+/// Each setting with the file it came from, and the paths the rules resolve to.
+fn settings(out: &mut String, c: &Config, g: &Guard) {
     let line = |out: &mut String, key: &str, value: String, source: &Source| {
         let _ = writeln!(out, "  {key:<34} {value}\n  {:<34} ↳ from {source}", "");
     };
     let _ = writeln!(out, "\nSettings:");
     line(
-        &mut out,
+        out,
         "enabled",
         c.enabled.value.to_string(),
         &c.enabled.source,
     );
     line(
-        &mut out,
+        out,
         "mode",
         g.mode().value.as_str().to_string(),
         &g.mode().source,
@@ -83,35 +95,35 @@ pub fn describe(cwd: &Path, state: Result<(&Config, &Guard), &LoadError>) -> Str
         ("env.allow", &c.env_allow),
         ("env.deny", &c.env_deny),
     ] {
-        line(&mut out, key, list(&s.value), &s.source);
+        line(out, key, list(&s.value), &s.source);
     }
     line(
-        &mut out,
+        out,
         "network.allowAllUnixSockets",
         c.allow_all_unix_sockets.value.to_string(),
         &c.allow_all_unix_sockets.source,
     );
     line(
-        &mut out,
+        out,
         "ignoreViolations",
         shown::text(&serde_json::to_string(&c.ignore_violations.value).unwrap_or_default()),
         &c.ignore_violations.source,
     );
     line(
-        &mut out,
+        out,
         "enableWeakerNestedSandbox",
         c.enable_weaker_nested_sandbox.value.to_string(),
         &c.enable_weaker_nested_sandbox.source,
     );
     line(
-        &mut out,
+        out,
         "enableWeakerNetworkIsolation",
         c.enable_weaker_network_isolation.value.to_string(),
         &c.enable_weaker_network_isolation.source,
     );
     for (key, v) in &c.passthrough {
         line(
-            &mut out,
+            out,
             &shown::name(key),
             format!(
                 "{} (accepted, not enforced)",
@@ -120,11 +132,13 @@ pub fn describe(cwd: &Path, state: Result<(&Config, &Guard), &LoadError>) -> Str
             &v.source,
         );
     }
-    let paths =
-        |it: &mut dyn Iterator<Item = &Path>| it.map(shown::path).collect::<Vec<_>>().join(", ");
     let _ = writeln!(out, "\nResolved:");
     let _ = writeln!(out, "  unreadable: {}", paths(&mut g.deny_read_paths()));
     let _ = writeln!(out, "  writable:   {}", paths(&mut g.allow_write_paths()));
+}
+
+/// The table of what is always protected from writes, each place as it is here.
+fn protected_places(out: &mut String, g: &Guard) {
     let _ = writeln!(
         out,
         "\nAlways protected from writes ({}), in both layers:",
@@ -150,5 +164,4 @@ pub fn describe(cwd: &Path, state: Result<(&Config, &Guard), &LoadError>) -> Str
         };
         let _ = writeln!(out, "  {place} ({}): {}", entry.what, entry.why);
     }
-    out
 }

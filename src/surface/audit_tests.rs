@@ -1,8 +1,8 @@
 use super::*;
 
-use crate::surface::scan::scan_protected;
 use crate::policy::config::{merge, Env};
 use crate::policy::guard::{ApprovalMode, Guard};
+use crate::surface::scan::scan_protected;
 
 fn setup() -> (tempfile::TempDir, PathBuf, Guard) {
     let t = tempfile::tempdir().unwrap();

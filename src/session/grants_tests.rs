@@ -1,0 +1,153 @@
+use std::path::PathBuf;
+
+use super::*;
+use crate::session::files::FileOpError;
+use crate::session::session_in;
+
+/// A temp dir by its real path (the guard compares resolved paths), outside the system's
+/// temp dir, which the default allowWrite lists.
+fn temp() -> (tempfile::TempDir, PathBuf) {
+    let t = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+    let dir = std::fs::canonicalize(t.path()).unwrap();
+    (t, dir)
+}
+
+/// A file outside the project and the home: writing it asks.
+fn outside(dir: &Path) -> PathBuf {
+    let out = dir.join("elsewhere");
+    std::fs::create_dir_all(&out).unwrap();
+    out.join("notes.txt")
+}
+
+fn asks(s: &Session, op: Op, path: &Path) -> bool {
+    s.check(op, path).verdict == Verdict::Prompt
+}
+
+#[test]
+fn a_write_allowed_for_this_session_holds_until_the_session_ends() {
+    let (_t, dir) = temp();
+    let file = outside(&dir);
+    let mut s = session_in(&dir, None, Some("pi-1"));
+    assert!(asks(&s, Op::Write, &file));
+    let said = s.grant_write(&file, WriteScope::Session).unwrap();
+    assert!(said.contains("for this session"), "{said}");
+    assert!(s.check(Op::Write, &file).allowed());
+    s.reload();
+    assert!(s.check(Op::Write, &file).allowed());
+    // Memory only: neither config file got it.
+    assert!(!s.env().project_config().exists());
+    assert!(!s.env().global_config().exists());
+    assert!(asks(
+        &session_in(&dir, None, Some("pi-2")),
+        Op::Write,
+        &file
+    ));
+}
+
+#[test]
+fn a_write_allowed_for_this_project_is_written_into_its_file_and_trusted() {
+    let (_t, dir) = temp();
+    let file = outside(&dir);
+    let mut s = session_in(&dir, None, Some("pi-1"));
+    let said = s.grant_write(&file, WriteScope::Project).unwrap();
+    let project = s.env().project_config();
+    assert!(said.contains("sandbox.json"), "{said}");
+    let text = std::fs::read_to_string(&project).unwrap();
+    assert!(
+        text.contains(&dir.join("elsewhere").display().to_string()),
+        "{text}"
+    );
+    assert!(s.check(Op::Write, &file).allowed());
+    // The file widens the rules, and it is the user's own change: trusted in the next
+    // session too, with nothing to ask.
+    let next = session_in(&dir, None, Some("pi-2"));
+    assert!(next.check(Op::Write, &file).allowed());
+    assert!(next.trust_prompt(false).is_none());
+}
+
+#[test]
+fn a_write_allowed_for_all_projects_is_written_into_the_global_file() {
+    let (_t, dir) = temp();
+    let file = outside(&dir);
+    let mut s = session_in(&dir, None, Some("pi-1"));
+    s.grant_write(&file, WriteScope::Global).unwrap();
+    let global = std::fs::read_to_string(s.env().global_config()).unwrap();
+    assert!(
+        global.contains(&dir.join("elsewhere").display().to_string()),
+        "{global}"
+    );
+    assert!(!s.env().project_config().exists());
+    assert!(session_in(&dir, None, Some("pi-2"))
+        .check(Op::Write, &file)
+        .allowed());
+}
+
+#[test]
+fn a_write_the_guard_does_not_ask_about_or_too_wide_is_not_granted() {
+    let (_t, dir) = temp();
+    let mut s = session_in(&dir, None, None);
+    let inside = s.env().cwd.join("src.rs");
+    let err = s.grant_write(&inside, WriteScope::Session).unwrap_err();
+    assert!(matches!(err, GrantError::NotAskable { .. }), "{err}");
+    let err = s
+        .grant_write(Path::new("/x"), WriteScope::Session)
+        .unwrap_err();
+    assert!(matches!(err, GrantError::TooBroad(_)), "{err}");
+    assert!(err.to_string().contains("too wide"), "{err}");
+}
+
+#[test]
+fn an_env_file_read_allowed_once_lasts_one_tool_call_and_for_the_session_lasts() {
+    let (_t, dir) = temp();
+    let mut s = session_in(&dir, None, Some("pi-1"));
+    let env = s.env().cwd.join(".env");
+    std::fs::write(&env, "TOKEN=1\n").unwrap();
+    assert!(asks(&s, Op::Read, &env));
+    assert!(matches!(s.read_file(&env), Err(FileOpError::Blocked(_))));
+    let err = s.grant_env_file(&env, "forever", false).unwrap_err();
+    assert!(matches!(err, GrantError::UnknownScope { .. }), "{err}");
+
+    s.grant_env_file(&env, "once", false).unwrap();
+    assert_eq!(s.read_file(&env).unwrap(), b"TOKEN=1\n");
+    // The next tool call: the answer was for the one before.
+    s.check_tool("ls", &serde_json::json!({}));
+    assert!(matches!(s.read_file(&env), Err(FileOpError::Blocked(_))));
+
+    s.grant_env_file(&env, "session", false).unwrap();
+    assert!(s.check(Op::Read, &env).allowed());
+    s.reload();
+    assert!(s.check(Op::Read, &env).allowed());
+    assert!(asks(&session_in(&dir, None, Some("pi-2")), Op::Read, &env));
+}
+
+#[test]
+fn a_project_file_that_widens_applies_once_trusted_as_shown() {
+    let (_t, dir) = temp();
+    let file = outside(&dir);
+    let project = dir.join("proj/.pi/sandbox.json");
+    std::fs::create_dir_all(project.parent().unwrap()).unwrap();
+    let widening = format!(
+        r#"{{"filesystem":{{"allowWrite":[".","{}"]}}}}"#,
+        dir.join("elsewhere").display()
+    );
+    std::fs::write(&project, widening).unwrap();
+    let mut s = session_in(&dir, None, Some("pi-1"));
+    assert!(s.trust_prompt(false).is_some());
+    assert!(!s.check(Op::Write, &file).allowed());
+    let sha = s.project_layer().unwrap().sha256.clone();
+
+    let err = s.answer_trust(&"0".repeat(64), true).unwrap_err();
+    assert!(matches!(err, GrantError::TrustChanged(_)), "{err}");
+    assert!(!s.check(Op::Write, &file).allowed());
+
+    s.answer_trust(&sha, true).unwrap();
+    assert_eq!(s.project_layer().unwrap().trust, Trust::Trusted);
+    assert!(s.check(Op::Write, &file).allowed());
+    assert!(session_in(&dir, None, Some("pi-2"))
+        .check(Op::Write, &file)
+        .allowed());
+
+    s.answer_trust(&sha, false).unwrap();
+    assert_eq!(s.project_layer().unwrap().trust, Trust::Declined);
+    assert!(!s.check(Op::Write, &file).allowed());
+}
