@@ -1,6 +1,6 @@
 // The house rules of src/ that a check can keep (docs/architecture.md): no import cycles
-// between modules, no import up the flow (napi → session → policy, surface → platform, net →
-// leaves), files under 800 lines and functions under 80, tests aside. Prints each breach and
+// between modules, no import up the flow (napi → session → platform → surface → policy → net
+// → leaves), files under 800 lines and functions under 80, tests aside. Prints each breach and
 // exits 1 if there is one. `--report` prints the module graph and the longest functions too.
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
@@ -15,7 +15,7 @@ function modules(dir = src, out = []) {
   for (const e of readdirSync(dir, { withFileTypes: true })) {
     const p = path.join(dir, e.name);
     if (e.isDirectory()) modules(p, out);
-    else if (e.name.endsWith(".rs") && !e.name.endsWith("_tests.rs")) {
+    else if (e.name.endsWith(".rs") && !e.name.endsWith("_tests.rs") && e.name !== "tests.rs") {
       const rel = path.relative(src, p).replace(/\.rs$/, "").split(path.sep);
       if (rel.at(-1) === "mod" || rel.at(-1) === "lib") rel.pop();
       out.push({ file: p, module: rel.join("::") });
@@ -29,7 +29,8 @@ function modules(dir = src, out = []) {
  * blanked (newlines kept, so line numbers hold): one pass, as rustc's lexer reads them.
  */
 function code(text) {
-  const cut = text.search(/^#\[cfg\(test\)\]\s*\n\s*(#\[path = "[^"]*"\]\s*\n\s*)?mod tests\b/m);
+  // The first test module ends what counts: they sit at the end by custom.
+  const cut = text.search(/^#\[cfg\((?:all\()?test\b[^\]]*\]\s*\n\s*(#\[path = "[^"]*"\]\s*\n\s*)?mod \w+/m);
   const s = cut >= 0 ? text.slice(0, cut) : text;
   let out = "";
   const blank = (t) => t.replace(/[^\n]/g, " ");
@@ -113,8 +114,11 @@ function target(pathText) {
   return undefined;
 }
 
-const RANK = { napi: 5, session: 4, policy: 3, surface: 3, platform: 2, net: 2 };
-const rank = (module) => RANK[module.split("::")[0]] ?? 1;
+// The flow of one tool call, top down (docs/architecture.md): the N-API skin hands it to the
+// session, which runs the platform's sandbox over what the surface (the writable trees) holds,
+// all of it decided by the policy; the network filter and the leaves serve everyone.
+const RANK = { napi: 6, session: 5, platform: 4, surface: 3, policy: 2, net: 1 };
+const rank = (module) => RANK[module.split("::")[0]] ?? 0;
 
 const breaches = [];
 const edges = new Map();

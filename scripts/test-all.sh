@@ -6,6 +6,9 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 
+echo "== House rules (docs/architecture.md: import direction, no cycles, file and function sizes)"
+node scripts/house-rules.mjs
+
 echo "== Rust unit tests"
 cargo test --quiet
 
