@@ -341,10 +341,34 @@ test("what a loaded extension imports is protected too: a package in the project
   writeFileSync(p("node_modules/dep-of-leftpad/index.js"), "module.exports = 2;\n");
   writeFileSync(p("node_modules/unrelated/index.js"), "module.exports = 3;\n");
   writeFileSync(p("lib/util.ts"), "export const u = 1;\n");
-  // Imports as users write them: a bare package, a relative file with its .js spelling, one not made yet (guarded by a catch).
+  writeFileSync(p("lib/shared.ts"), "export const s = 1;\n");
+  writeFileSync(p("lib/dyn.ts"), "export const d = 1;\n");
+  writeFileSync(p("package.json"), JSON.stringify({ name: "proj", imports: { "#shared": "./lib/shared.ts" } }));
+  // A pnpm layout: the package is a link, its dependency sits beside its real folder.
+  mkdirSync(p("node_modules/.pnpm/fmt@1/node_modules/fmt"), { recursive: true });
+  mkdirSync(p("node_modules/.pnpm/colors@1/node_modules/colors"), { recursive: true });
+  writeFileSync(p("node_modules/.pnpm/fmt@1/node_modules/fmt/package.json"), JSON.stringify({ name: "fmt", dependencies: { colors: "1" } }));
+  writeFileSync(p("node_modules/.pnpm/fmt@1/node_modules/fmt/index.js"), "module.exports = 5;\n");
+  writeFileSync(p("node_modules/.pnpm/colors@1/node_modules/colors/index.js"), "module.exports = 4;\n");
+  symlinkSync("../../colors@1/node_modules/colors", p("node_modules/.pnpm/fmt@1/node_modules/colors"));
+  symlinkSync(".pnpm/fmt@1/node_modules/fmt", p("node_modules/fmt"));
+  // Imports as users write them: a bare package, a relative file with its .js spelling, one not made yet (guarded by a catch),
+  // a package mapping (#shared), a pnpm-linked package, an optional package not installed, a comment before a dynamic import's name.
   writeFileSync(
     p(".pi/extensions/tool.ts"),
-    'import pad from "leftpad";\nimport { u } from "../../lib/util.js";\nexport default function () { void pad; void u; try { require("../../lib/later"); } catch {} }\n',
+    [
+      'import pad from "leftpad";',
+      'import { u } from "../../lib/util.js";',
+      'import { s } from "#shared";',
+      'import fmt from "fmt";',
+      "export default async function () {",
+      "  void pad; void u; void s; void fmt;",
+      '  try { require("../../lib/later"); } catch {}',
+      '  await import("fancy-optional").catch(() => null);',
+      '  await import(/* webpackIgnore: true */ "../../lib/dyn.ts");',
+      "}",
+      "",
+    ].join("\n"),
   );
   const jiti = path.join(os.tmpdir(), "jiti", "extensions-tool.0123abcd.mjs");
   const r = await runPi({
@@ -353,6 +377,17 @@ test("what a loaded extension imports is protected too: a package in the project
       [call("write", { path: "node_modules/leftpad/index.js", content: "PWNED" }), call("edit", { path: "lib/util.ts", edits: [{ oldText: "1", newText: "2" }] })],
       [call("write", { path: jiti, content: "PWNED" }), call("write", { path: "lib/later.ts", content: "PWNED" })],
       [call("bash", { command: "echo PWNED > node_modules/dep-of-leftpad/index.js; echo d=$?; echo ok > node_modules/unrelated/index.js; echo u=$?; echo x > lib/other.ts; echo o=$?" })],
+      [
+        call("bash", {
+          command: [
+            "echo PWNED > lib/util.js; echo js=$?",
+            "echo PWNED > lib/shared.ts; echo sh=$?",
+            "echo PWNED > node_modules/.pnpm/colors@1/node_modules/colors/index.js; echo pn=$?",
+            "mkdir -p node_modules/fancy-optional && echo PWNED > node_modules/fancy-optional/index.js; echo opt=$?",
+            "echo PWNED > lib/dyn.ts; echo dyn=$?",
+          ].join("; "),
+        }),
+      ],
     ],
   });
   assert.equal(r.code, 0, r.stderr);
@@ -365,6 +400,13 @@ test("what a loaded extension imports is protected too: a package in the project
   assert.equal(readFileSync(p("lib/util.ts"), "utf8"), "export const u = 1;\n");
   assert.equal(existsSync(jiti), false);
   assert.equal(existsSync(p("lib/later.ts")), false);
+  for (const k of ["sh", "pn", "dyn"]) assert.match(res.call_3_0, new RegExp(`${k}=1`), k);
+  // Names not made yet can be made; the audit moves them aside after the command.
+  assert.match(res.call_3_0, /lib\/util\.js was created or changed by the command and moved to/);
+  assert.match(res.call_3_0, /node_modules\/fancy-optional was created or changed by the command and moved to/);
+  assert.equal(existsSync(p("lib/util.js")), false, "a .js beside the imported .ts would win");
+  assert.equal(existsSync(p("node_modules/fancy-optional/index.js")), false, "an optional package made later would load");
+  assert.equal(readFileSync(p("node_modules/.pnpm/colors@1/node_modules/colors/index.js"), "utf8"), "module.exports = 4;\n");
 });
 
 test("a listed folder that holds the project: what pi would look for in the project's folder is protected", async (t) => {

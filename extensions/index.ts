@@ -130,6 +130,8 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 	let piSession: PiSession = {};
 	/** What could not be learnt about the code pi loads at start (see pi-loads.ts). */
 	let piLoadsErrors: string[] = [];
+	/** The packages kept from commands because an extension pi loads imports them. */
+	let piImportedPackages: string[] = [];
 	/** The context of the last event, to ask the user from bash's exec (which has none). */
 	let uiCtx: ExtensionContext | undefined;
 	const sandboxFor = (cwd: string, ctx?: ExtensionContext): Promise<SandboxHandle> => {
@@ -141,9 +143,10 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 			loaded = {
 				key,
 				sandbox: piLoadsOf(cwd)
-					.catch((e) => ({ loads: [], errors: [(e as Error)?.message ?? String(e)] }))
-					.then(({ loads, errors }) => {
+					.catch((e) => ({ loads: [], errors: [(e as Error)?.message ?? String(e)], importedPackages: [] }))
+					.then(({ loads, errors, importedPackages }) => {
 						piLoadsErrors = errors;
+						piImportedPackages = importedPackages;
 						return addon.Sandbox.loadAsync({ cwd, sessionId, ...session, piExtensions: loads });
 					})
 					.then((s) => withNetworkPrompts(withFlagMode(addon, s, ctx))),
@@ -468,6 +471,12 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		if (s?.error) notify(ctx, `pi-sandbox-rs: ${s.error.message}`, "error");
 		if (piLoadsErrors.length > 0) {
 			notify(ctx, `pi-sandbox-rs: could not learn all the code pi loads at start (${show.text(piLoadsErrors.join("; "))}): what was learnt is kept from the agent, the rest is not.`, "warning");
+		}
+		const inWritable = piImportedPackages.filter((p) => p.startsWith(path.join(ctx.cwd, path.sep)));
+		if (inWritable.length > 0) {
+			const names = inWritable.slice(0, 5).map((p) => path.relative(ctx.cwd, p));
+			const more = inWritable.length > 5 ? ` and ${inWritable.length - 5} more` : "";
+			notify(ctx, `pi-sandbox-rs: read-only to commands, because an extension pi loads at start imports them: ${show.text(names.join(", "))}${more}. Reinstalling them (npm ci, rm -rf node_modules) fails inside the sandbox; do it yourself outside pi.`, "info");
 		}
 		const kept = s?.keptNotice;
 		if (kept) notify(ctx, `pi-sandbox-rs: ${kept}`, "warning");

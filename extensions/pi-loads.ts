@@ -5,7 +5,7 @@
  * the caches pi's loader reads compiled code from.
  */
 import { builtinModules } from "node:module";
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { readFileSync, realpathSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { DefaultPackageManager, getAgentDir, SettingsManager } from "@mariozechner/pi-coding-agent";
@@ -45,7 +45,8 @@ function loaderCaches(): PiExtension[] {
 	return [...dirs].map((dir) => ({ path: dir, packageRoot: dir }));
 }
 
-export type PiLoads = { loads: PiExtension[]; errors: string[] };
+/** What pi loads, what could not be learnt, and the packages kept because extensions import them. */
+export type PiLoads = { loads: PiExtension[]; errors: string[]; importedPackages: string[] };
 
 /**
  * The extensions pi loads at its next start, as pi's own package manager resolves its settings
@@ -58,6 +59,7 @@ export type PiLoads = { loads: PiExtension[]; errors: string[] };
 export async function piLoadsOf(cwd: string): Promise<PiLoads> {
 	const errors: string[] = [];
 	const loads: PiExtension[] = loaderCaches();
+	const importedPackages: string[] = [];
 	const step = async (what: string, f: () => unknown) => {
 		try {
 			await f();
@@ -101,8 +103,13 @@ export async function piLoadsOf(cwd: string): Promise<PiLoads> {
 			loads.push({ path: r.path, packageRoot: r.metadata.origin === "package" ? r.metadata.baseDir : undefined });
 		}
 	});
-	await step("the extensions' imports", () => loads.push(...importsOf(loads)));
-	return { loads, errors };
+	await step("the extensions' imports", () => {
+		const imports = importsOf(loads);
+		loads.push(...imports.loads);
+		importedPackages.push(...imports.packages);
+		errors.push(...imports.errors);
+	});
+	return { loads, errors, importedPackages };
 }
 
 /** The names pi's loader maps to its own copies (its jiti aliases): never read from disk. */
@@ -110,60 +117,142 @@ const isPiAlias = (name: string) => /^@(mariozechner|earendil-works)\/pi-/.test(
 
 const isBuiltin = (spec: string) => spec.startsWith("node:") || builtinModules.includes(spec.split("/")[0]);
 
-/** Every string a module imports, requires or re-exports from (over-approximate: comments count). */
-const SPECIFIER = /\b(?:from|import|require)\s*\(?\s*(["'`])([^"'`\n\\$]+)\1/g;
+/**
+ * Every string a module imports, requires or re-exports from, a comment between `(` and the
+ * string allowed (`import(/* webpackIgnore: true *\/ "./x")`); over-approximate: comments
+ * and `require.resolve` count too.
+ */
+const SPECIFIER = /\b(?:from|import|require(?:\.resolve)?)\s*\(?\s*(?:\/\*[\s\S]*?\*\/\s*)*(["'`])([^"'`\n\\$]+)\1/g;
+/** Any string naming a script beside the file (`new URL("./worker.js", import.meta.url)`, a child process). */
+const SCRIPT_STRING = /(["'`])(\.{1,2}\/[^"'`\n\\$]*\.[cm]?[jt]sx?)\1/g;
 
-/** What jiti tries for a relative import: as written, with each extension, `.js` as `.ts`, as a folder's index. */
+/** jiti's extensions, in the order it tries them (mlly's resolver). */
+const EXTS = [".js", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts", ".mtsx", ".ctsx", ".json"];
+
+/** What jiti tries for a relative import, in its order: as written, each extension, a folder's index, `.js` as `.ts`. */
 function candidates(p: string): string[] {
-	const exts = [".ts", ".tsx", ".mts", ".cts", ".js", ".mjs", ".cjs", ".json"];
-	return [p, ...exts.map((e) => p + e), p.replace(/\.(c|m)?js$/, ".$1ts"), ...exts.map((e) => path.join(p, "index" + e))];
+	return [p, ...EXTS.map((e) => p + e), ...EXTS.map((e) => path.join(p, "index" + e)), p.replace(/\.(c|m)?js(x?)$/, ".$1ts$2")];
 }
 
-const isFile = (p: string) => {
+const kind = (p: string): "file" | "dir" | undefined => {
 	try {
-		return statSync(p).isFile();
+		const s = statSync(p);
+		return s.isFile() ? "file" : s.isDirectory() ? "dir" : undefined;
 	} catch {
-		return false;
+		return undefined;
 	}
 };
 
-/** The package folder `name` resolves to from `dir`, as node looks (each parent's node_modules). */
-function packageRootFrom(dir: string, name: string): string | undefined {
-	for (let d = dir; ; d = path.dirname(d)) {
-		const root = path.join(d, "node_modules", name);
-		if (existsSync(root)) return root;
-		if (path.dirname(d) === d) return undefined;
+const realDir = (p: string) => {
+	try {
+		return realpathSync(p);
+	} catch {
+		return p;
 	}
-}
+};
 
 /** A package name's first one or two segments (`@scope/name`). */
 const packageName = (spec: string) => spec.split("/").slice(0, spec.startsWith("@") ? 2 : 1).join("/");
 
+/** The folders node looks for `node_modules/<name>` in from `dir`: each parent's, then NODE_PATH's. */
+function lookupDirs(dir: string): string[] {
+	const out: string[] = [];
+	for (let d = dir; ; d = path.dirname(d)) {
+		if (path.basename(d) !== "node_modules") out.push(path.join(d, "node_modules"));
+		if (path.dirname(d) === d) break;
+	}
+	for (const p of (process.env.NODE_PATH ?? "").split(path.delimiter)) if (p) out.push(p);
+	return out;
+}
+
+/** Every string value of a package.json `imports`/`exports` entry (its conditions flattened). */
+function targetsOf(entry: unknown): string[] {
+	if (typeof entry === "string") return [entry];
+	if (Array.isArray(entry)) return entry.flatMap(targetsOf);
+	if (entry && typeof entry === "object") return Object.values(entry).flatMap(targetsOf);
+	return [];
+}
+
+/** The nearest package.json above `dir`, and its parsed content. */
+function nearestManifest(dir: string): { file: string; manifest: Record<string, unknown> } | undefined {
+	for (let d = dir; ; d = path.dirname(d)) {
+		const file = path.join(d, "package.json");
+		if (kind(file) === "file") {
+			try {
+				return { file, manifest: JSON.parse(readFileSync(file, "utf8")) };
+			} catch {
+				return undefined;
+			}
+		}
+		if (path.dirname(d) === d) return undefined;
+	}
+}
+
 const MAX_FILES = 5000;
 const MAX_PACKAGES = 5000;
 
+export type Imports = { loads: PiExtension[]; packages: string[]; errors: string[] };
+
 /**
- * What the loaded extensions import, followed file by file without running anything: each
- * local file imported (kept alone: its own imports are followed in turn; one not there yet
- * is kept as each name jiti would try), and each package imported, kept whole with the
- * packages it depends on (package.json), found as node finds them. Imports computed at run
- * time cannot be seen.
+ * What the loaded extensions import, followed file by file without running anything (every
+ * file pi loads, packages' entries included):
+ * - a local file: every name jiti would try for it, in its order (a `.js` made beside a kept
+ *   `.ts` would win), the one found followed in turn;
+ * - a package: found as node finds it (from the importer's real folder up, then NODE_PATH),
+ *   kept whole with what its package.json depends on; and at each level below the one found
+ *   whose `node_modules` exists, the name not made yet (a copy there would win);
+ * - `#name` and the package's own name: the nearest package.json (it maps them) and its targets.
+ * Imports computed at run time cannot be seen.
  */
-export function importsOf(loads: PiExtension[]): PiExtension[] {
+export function importsOf(loads: PiExtension[]): Imports {
 	const out: PiExtension[] = [];
+	const errors: string[] = [];
 	const seenFiles = new Set<string>();
 	const seenPackages = new Set<string>();
-	const files = loads.filter((l) => l.packageRoot === undefined && isFile(l.path)).map((l) => l.path);
-	const packages: string[] = loads.filter((l) => l.packageRoot && l.packageRoot !== l.path).map((l) => l.packageRoot!);
+	const files = loads.filter((l) => kind(l.path) === "file").map((l) => l.path);
+	const packages: string[] = [];
+	const keepFile = (p: string) => out.push({ path: p, packageRoot: p });
 	const keepPackage = (root: string) => {
-		if (seenPackages.has(root) || seenPackages.size >= MAX_PACKAGES) return;
-		seenPackages.add(root);
+		const real = realDir(root);
+		if (seenPackages.has(real)) return;
+		if (seenPackages.size >= MAX_PACKAGES) {
+			if (seenPackages.size === MAX_PACKAGES) errors.push(`more than ${MAX_PACKAGES} packages imported: the rest are not kept`);
+			seenPackages.add(real);
+			return;
+		}
+		seenPackages.add(real);
 		out.push({ path: root, packageRoot: root });
-		packages.push(root);
+		packages.push(real);
 	};
-	while (files.length > 0 && seenFiles.size < MAX_FILES) {
+	const followRelative = (from: string, spec: string) => {
+		const all = candidates(path.resolve(from, spec));
+		// The names tried before the one found would win if made; those after never count. A
+		// folder named as written is not kept whole: its index files are candidates.
+		const found = all.findIndex((c) => kind(c) === "file");
+		for (const c of found < 0 ? all : all.slice(0, found + 1)) if (kind(c) !== "dir") keepFile(c);
+		if (found >= 0) files.push(all[found]);
+	};
+	const followBare = (fromDir: string, name: string) => {
+		for (const dir of lookupDirs(fromDir)) {
+			const root = path.join(dir, name);
+			if (kind(root) === "dir") return keepPackage(root);
+			if (kind(dir) === "dir") keepFile(root);
+		}
+	};
+	const followMapped = (dir: string, spec: string) => {
+		const near = nearestManifest(dir);
+		if (!near) return;
+		keepFile(near.file);
+		const map = spec.startsWith("#") ? (near.manifest.imports as Record<string, unknown> | undefined)?.[spec] : near.manifest.exports;
+		for (const t of targetsOf(map)) if (t.startsWith("./")) followRelative(path.dirname(near.file), t);
+	};
+	while (files.length > 0) {
 		const file = files.pop()!;
 		if (seenFiles.has(file)) continue;
+		if (seenFiles.size >= MAX_FILES) {
+			errors.push(`more than ${MAX_FILES} files imported: the rest are not followed`);
+			break;
+		}
 		seenFiles.add(file);
 		let source: string;
 		try {
@@ -171,28 +260,27 @@ export function importsOf(loads: PiExtension[]): PiExtension[] {
 		} catch {
 			continue;
 		}
+		const dir = realDir(path.dirname(file));
 		for (const m of source.matchAll(SPECIFIER)) {
 			const spec = m[2];
 			if (isBuiltin(spec)) continue;
 			if (spec.startsWith(".") || spec.startsWith("/")) {
-				const base = path.resolve(path.dirname(file), spec);
-				const found = candidates(base).find(isFile);
-				if (found) {
-					out.push({ path: found, packageRoot: found });
-					files.push(found);
-				} else {
-					out.push(...candidates(base).map((c) => ({ path: c, packageRoot: c })));
-				}
+				followRelative(path.dirname(file), spec);
+				continue;
+			}
+			if (spec.startsWith("#")) {
+				followMapped(dir, spec);
 				continue;
 			}
 			const name = packageName(spec);
 			if (isPiAlias(name)) continue;
-			const root = packageRootFrom(path.dirname(file), name);
-			if (root) keepPackage(root);
+			if (nearestManifest(dir)?.manifest.name === name) followMapped(dir, spec);
+			followBare(dir, name);
 		}
+		for (const m of source.matchAll(SCRIPT_STRING)) followRelative(path.dirname(file), m[2]);
 	}
-	// A package imports what its package.json lists (what it imports unlisted is not followed).
-	for (let i = 0; i < packages.length && seenPackages.size < MAX_PACKAGES; i++) {
+	// A package imports what its package.json lists, from its real folder (pnpm links it).
+	for (let i = 0; i < packages.length; i++) {
 		let manifest: { dependencies?: object; optionalDependencies?: object; peerDependencies?: object };
 		try {
 			manifest = JSON.parse(readFileSync(path.join(packages[i], "package.json"), "utf8"));
@@ -200,11 +288,7 @@ export function importsOf(loads: PiExtension[]): PiExtension[] {
 			continue;
 		}
 		const names = [manifest.dependencies, manifest.optionalDependencies, manifest.peerDependencies].flatMap((d) => (d && typeof d === "object" ? Object.keys(d) : []));
-		for (const name of names) {
-			if (isPiAlias(name)) continue;
-			const root = packageRootFrom(packages[i], name);
-			if (root) keepPackage(root);
-		}
+		for (const name of names) if (!isPiAlias(name)) followBare(packages[i], name);
 	}
-	return out;
+	return { loads: out, packages: [...seenPackages], errors };
 }

@@ -109,7 +109,7 @@ pub static TABLE: &[Entry] = &[
     entry(SessionDir, Mount, MoveAside, false, "pi session dir",
         "pi's session transcripts: pi appends to them on the host (following a planted link) and reloads them"),
     entry(PiLoads, Mount, MoveAside, false, "pi extension",
-        "an extension pi's settings list (or the folder it imports from): pi loads it on the host, unsandboxed, at its next start"),
+        "code pi loads on the host, unsandboxed, at its next start: an extension its settings list or it finds, what that extension imports, or pi's loader cache"),
     entry(Name(".pi"), Mount, MoveUnlessEmpty, true, ".pi directory",
         "a .pi directory: pi loads settings and extensions from it, unsandboxed, when started there"),
     entry(Home(".bashrc"), Mount, MoveAside, false, "shell rc file", RC),
