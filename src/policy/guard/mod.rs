@@ -705,4 +705,4 @@ pub fn is_env_file(path: &Path) -> bool {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
