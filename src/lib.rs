@@ -4,14 +4,16 @@
 //! operations, the bash flow, grants) → `policy` (pure decisions: config, trust, the guard,
 //! the protected table) and `surface` (what bash's writable trees hold: the index, the audit,
 //! env files, git lookups) → `platform` (each OS's sandbox) and `net` (the proxy) → leaves
-//! (`paths`, `open`, `redact`, `shown`, `violations`). docs/architecture.md is the map.
+//! (`paths`, `open`, `content`, `process`, `redact`, `shown`, `violations`). docs/architecture.md is the map.
 
+pub(crate) mod content;
 pub mod napi;
 pub mod net;
 pub mod open;
 pub mod paths;
 pub mod platform;
 pub mod policy;
+pub mod process;
 pub mod redact;
 pub mod session;
 pub mod shown;

@@ -209,6 +209,22 @@ pub fn symlinks_followed(path: &Path) -> Result<(PathBuf, Vec<PathBuf>), PathErr
     Ok((resolved, links))
 }
 
+/// The topmost missing directory on the way to `path`, when more than `path` itself is
+/// missing.
+pub fn first_missing_ancestor(path: &Path) -> Option<PathBuf> {
+    if std::fs::symlink_metadata(path).is_ok() {
+        return None;
+    }
+    let mut missing = path;
+    for a in path.ancestors().skip(1) {
+        if std::fs::symlink_metadata(a).is_ok() {
+            break;
+        }
+        missing = a;
+    }
+    (missing != path).then(|| missing.to_path_buf())
+}
+
 /// The walk behind `canonicalize_by_walk`; records each directory it looks inside
 /// (`visited`) and each symlink it follows (`links`).
 fn walk(

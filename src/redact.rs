@@ -11,7 +11,8 @@
 //! `longest secret − 1` bytes of each chunk, which is exactly what a secret split across the
 //! boundary could still need.
 //!
-//! Pure but for `pi_file_secrets`, which reads pi's files at the edge.
+//! Pure but for `pi_file_secrets` and `models_json_credentials`, which read pi's files at the
+//! edge.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -22,7 +23,9 @@ use aho_corasick::{
     AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, Anchored, Input, MatchKind, StartKind,
 };
 
-pub(crate) use crate::policy::environment::MIN_SECRET_LEN;
+/// Values shorter than this are never redacted: a variable that holds `1`, `true` or `dev`
+/// is not a secret, and hiding every such word would garble the output.
+pub(crate) const MIN_SECRET_LEN: usize = 8;
 
 /// One value to hide, and the name shown in its place.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -313,7 +316,7 @@ impl RedactStream {
 
 /// The secrets in pi's own files under `agent_dir`: every string in `auth.json` under each
 /// provider (keys and OAuth tokens; `type` excepted), and each credential in `models.json`
-/// (`apiKey` and `headers`, `environment::models_json_credentials`): its literal value, or the
+/// (`apiKey` and `headers`, `models_json_credentials`): its literal value, or the
 /// value of the variable it names; one starting with `!` is a command pi runs, with no value
 /// to know here. Missing or unreadable files give none.
 pub fn pi_file_secrets(agent_dir: &Path, env: &BTreeMap<String, String>) -> Vec<Secret> {
@@ -327,7 +330,7 @@ pub fn pi_file_secrets(agent_dir: &Path, env: &BTreeMap<String, String>) -> Vec<
             collect_strings(&entry, &format!("auth.json {provider}"), &mut out);
         }
     }
-    for (at, value) in crate::policy::environment::models_json_credentials(agent_dir) {
+    for (at, value) in models_json_credentials(agent_dir) {
         if let Some(from_env) = env.get(&value) {
             out.push(Secret {
                 name: value.clone(),
@@ -335,6 +338,50 @@ pub fn pi_file_secrets(agent_dir: &Path, env: &BTreeMap<String, String>) -> Vec<
             });
         } else if !value.starts_with('!') {
             out.push(Secret { name: at, value });
+        }
+    }
+    out
+}
+
+/// The values pi's `models.json` resolves as credentials, each with where it is: every
+/// provider's `apiKey` and `headers`, and each model's `headers`. pi reads such a value as the
+/// variable it names when one is set, runs it when it starts with `!`, and takes it literally
+/// otherwise. A file that is missing or unreadable has none; pi reports its errors itself.
+/// Here, below `policy`, so that `environment` (which drops the variables) and
+/// `pi_file_secrets` (which hides the values) read the file one way.
+pub fn models_json_credentials(agent_dir: &Path) -> Vec<(String, String)> {
+    let Ok(text) = std::fs::read_to_string(agent_dir.join("models.json")) else {
+        return vec![];
+    };
+    let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return vec![];
+    };
+    let mut out = Vec::new();
+    let headers = |v: &serde_json::Value, at: &str, out: &mut Vec<(String, String)>| {
+        if let Some(h) = v.get("headers").and_then(|h| h.as_object()) {
+            for (name, value) in h {
+                if let Some(value) = value.as_str() {
+                    out.push((format!("{at} header {name}"), value.to_string()));
+                }
+            }
+        }
+    };
+    if let Some(providers) = json.get("providers").and_then(|p| p.as_object()) {
+        for (name, provider) in providers {
+            let at = format!("models.json {name}");
+            if let Some(key) = provider.get("apiKey").and_then(|k| k.as_str()) {
+                out.push((format!("{at} apiKey"), key.to_string()));
+            }
+            headers(provider, &at, &mut out);
+            for model in provider
+                .get("models")
+                .and_then(|m| m.as_array())
+                .into_iter()
+                .flatten()
+            {
+                let id = model.get("id").and_then(|i| i.as_str()).unwrap_or("?");
+                headers(model, &format!("{at}/{id}"), &mut out);
+            }
         }
     }
     out

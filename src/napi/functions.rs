@@ -30,7 +30,7 @@ pub fn sandbox_capability() -> JsCapability {
 pub struct ProbeTask;
 
 impl Task for ProbeTask {
-    type Output = crate::platform::detect::Capability;
+    type Output = crate::policy::bash::Capability;
     type JsValue = JsCapability;
 
     fn compute(&mut self) -> napi::Result<Self::Output> {
@@ -48,8 +48,8 @@ pub fn probe_capability() -> AsyncTask<ProbeTask> {
     AsyncTask::new(ProbeTask)
 }
 
-pub(crate) fn capability(c: crate::platform::detect::Capability) -> JsCapability {
-    use crate::platform::detect::Capability;
+pub(crate) fn capability(c: crate::policy::bash::Capability) -> JsCapability {
+    use crate::policy::bash::Capability;
     match c {
         Capability::Bwrap { program, .. } => JsCapability {
             kind: "bwrap".into(),

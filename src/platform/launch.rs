@@ -22,9 +22,9 @@ use std::sync::Arc;
 
 use crate::net::gate::CommandNet;
 use crate::open::OpenError;
-use crate::platform::linux::bwrap::{self, BwrapError};
+use crate::platform::linux::bwrap::BwrapError;
 use crate::platform::mounts::{self, Facts, MountPlan};
-use crate::policy::bash::Network;
+use crate::policy::bash::{Features, Network};
 use crate::policy::guard::Guard;
 use crate::surface::scan::{scan_protected, scanned_roots, Scan};
 
@@ -207,7 +207,7 @@ pub struct Setup<'a> {
     /// The sandbox program (bwrap or sandbox-exec).
     pub program: &'a Path,
     /// What that bwrap can do beyond its basics.
-    pub features: bwrap::Features,
+    pub features: Features,
     /// Environment variables the command does not get (secrets, see `environment`).
     pub unset_env: &'a [String],
     /// Environment variables set for the command (cache directories moved into its /tmp).
@@ -232,7 +232,7 @@ pub struct Sockets {
 }
 
 /// For launches that are not bwrap's.
-pub const NO_BWRAP_FEATURES: bwrap::Features = bwrap::Features {
+pub const NO_BWRAP_FEATURES: Features = Features {
     disable_userns: false,
 };
 
@@ -315,7 +315,7 @@ pub(crate) mod tests {
         Setup {
             guard,
             program: Path::new(program),
-            features: bwrap::Features {
+            features: Features {
                 disable_userns: true,
             },
             unset_env: &[],

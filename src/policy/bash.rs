@@ -1,9 +1,35 @@
 //! Bash policy: platform capability × sandbox state × mode × network → how a command runs.
 //! Pure: capability detection and the sandbox build happen elsewhere.
 
-use crate::platform::detect::Capability;
+use std::path::PathBuf;
+
 use crate::policy::config::Mode;
 use crate::policy::guard::ApprovalMode;
+
+/// What bwrap itself can do beyond its basics, probed once (`platform::detect`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Features {
+    /// `--disable-userns` (bubblewrap 0.8+): no new user namespaces inside, enforced by the
+    /// kernel's namespace limit as well as by the seccomp filter.
+    pub disable_userns: bool,
+}
+
+/// Which OS sandbox works here, as `platform::detect` finds it; owned here, where it is
+/// decided on, so that the policy needs nothing of the platform.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Capability {
+    Bwrap {
+        program: PathBuf,
+        features: Features,
+    },
+    SandboxExec {
+        program: PathBuf,
+    },
+    /// No working sandbox; `reason` says why and how to fix it.
+    Unavailable {
+        reason: String,
+    },
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Network {
@@ -143,7 +169,9 @@ mod tests {
     fn every_combination_has_one_answer() {
         let bwrap = Capability::Bwrap {
             program: "/usr/bin/bwrap".into(),
-            features: crate::platform::launch::NO_BWRAP_FEATURES,
+            features: Features {
+                disable_userns: false,
+            },
         };
         let seatbelt = Capability::SandboxExec {
             program: "/usr/bin/sandbox-exec".into(),

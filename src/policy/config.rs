@@ -377,13 +377,13 @@ fn apply_redact(cfg: &mut Config, file: &Path, redact: RedactLayer) -> Result<()
     if let Some(v) = &redact.values {
         check_strings(file, "redact.values", v)?;
         for (i, value) in v.iter().enumerate() {
-            if value.len() < crate::policy::environment::MIN_SECRET_LEN {
+            if value.len() < crate::redact::MIN_SECRET_LEN {
                 return Err(schema_err(
                     file,
                     format!("redact.values[{i}]"),
                     format!(
                         "a value to hide must have at least {} characters (shorter ones would garble ordinary output)",
-                        crate::policy::environment::MIN_SECRET_LEN
+                        crate::redact::MIN_SECRET_LEN
                     ),
                 ));
             }

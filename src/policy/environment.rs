@@ -9,10 +9,6 @@ use std::path::Path;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
-/// Values shorter than this are never redacted: a variable that holds `1`, `true` or `dev`
-/// is not a secret, and hiding every such word would garble the output.
-pub(crate) const MIN_SECRET_LEN: usize = 8;
-
 /// Name patterns of variables that usually hold secrets (case-insensitive), with why.
 pub const SECRET_PATTERNS: &[(&str, &str)] = &[
     ("*_TOKEN", "a token"),
@@ -173,56 +169,14 @@ pub fn cache_redirects(
     out
 }
 
-/// The values pi's `models.json` resolves as credentials, each with where it is: every
-/// provider's `apiKey` and `headers`, and each model's `headers`. pi reads such a value as the
-/// variable it names when one is set, runs it when it starts with `!`, and takes it literally
-/// otherwise. A file that is missing or unreadable has none; pi reports its errors itself.
-pub fn models_json_credentials(agent_dir: &Path) -> Vec<(String, String)> {
-    let Ok(text) = std::fs::read_to_string(agent_dir.join("models.json")) else {
-        return vec![];
-    };
-    let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) else {
-        return vec![];
-    };
-    let mut out = Vec::new();
-    let headers = |v: &serde_json::Value, at: &str, out: &mut Vec<(String, String)>| {
-        if let Some(h) = v.get("headers").and_then(|h| h.as_object()) {
-            for (name, value) in h {
-                if let Some(value) = value.as_str() {
-                    out.push((format!("{at} header {name}"), value.to_string()));
-                }
-            }
-        }
-    };
-    if let Some(providers) = json.get("providers").and_then(|p| p.as_object()) {
-        for (name, provider) in providers {
-            let at = format!("models.json {name}");
-            if let Some(key) = provider.get("apiKey").and_then(|k| k.as_str()) {
-                out.push((format!("{at} apiKey"), key.to_string()));
-            }
-            headers(provider, &at, &mut out);
-            for model in provider
-                .get("models")
-                .and_then(|m| m.as_array())
-                .into_iter()
-                .flatten()
-            {
-                let id = model.get("id").and_then(|i| i.as_str()).unwrap_or("?");
-                headers(model, &format!("{at}/{id}"), &mut out);
-            }
-        }
-    }
-    out
-}
-
-/// The variables pi's `models.json` takes credentials from (`models_json_credentials` that
+/// The variables pi's `models.json` takes credentials from (`redact::models_json_credentials` that
 /// name a variable set in `env_names`).
 pub fn models_json_vars<'a>(
     agent_dir: &Path,
     env_names: impl IntoIterator<Item = &'a str>,
 ) -> BTreeSet<String> {
     let set: BTreeSet<&str> = env_names.into_iter().collect();
-    models_json_credentials(agent_dir)
+    crate::redact::models_json_credentials(agent_dir)
         .into_iter()
         .filter(|(_, v)| set.contains(v.as_str()))
         .map(|(_, v)| v)

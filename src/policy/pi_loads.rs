@@ -81,7 +81,7 @@ fn holds_writable(real: &Path, writable: &[PathBuf], home: &Path) -> bool {
 /// way unless that one would hold a writable tree.
 fn keep(path: &Path, writable: &[PathBuf], out: &mut Vec<PathBuf>) {
     let (real, links) = followed(path);
-    let missing = crate::surface::hooks::first_missing_ancestor(&real)
+    let missing = crate::paths::first_missing_ancestor(&real)
         .filter(|m| !writable.iter().any(|w| is_under(w, m)));
     out.extend(missing);
     out.push(real);

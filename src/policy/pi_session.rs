@@ -343,7 +343,7 @@ pub(crate) fn protected_places(
             continue;
         }
         // (Not one that would hold a writable tree: that one exists.)
-        let missing = crate::surface::hooks::first_missing_ancestor(&real).filter(|m| {
+        let missing = crate::paths::first_missing_ancestor(&real).filter(|m| {
             !writable
                 .iter()
                 .any(|w| crate::policy::protected::is_under(w, m))

@@ -11,6 +11,30 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
+use crate::content;
+
+/// A path git runs or reads on the host for a repository, besides the table's names
+/// (`surface::hooks` finds them; the guard keeps them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitPath {
+    /// Canonical.
+    pub path: PathBuf,
+    /// The repository's git dir, for messages.
+    pub git_dir: PathBuf,
+    /// Why: `core.hooksPath = <value>`, husky's scripts behind its wrappers, or the include
+    /// that names a config file.
+    pub why: String,
+    pub kind: GitPathKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GitPathKind {
+    /// A directory git runs hooks from (`filesystem.allowHooksPath` opens these).
+    Hooks,
+    /// A config file git includes.
+    Config,
+}
+
 /// Where an entry lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Place {
@@ -405,8 +429,7 @@ fn c_string(bytes: &[u8]) -> &[u8] {
 
 /// The git dir a gitfile names, canonical; None when git would not read it as a gitfile.
 pub fn gitfile_target(gitfile: &Path) -> Option<PathBuf> {
-    let text =
-        crate::surface::content::read(gitfile, crate::surface::content::GIT_FILE_LIMIT).ok()?;
+    let text = content::read(gitfile, content::GIT_FILE_LIMIT).ok()?;
     gitfile_target_in(gitfile, &text)
 }
 
@@ -424,22 +447,14 @@ pub fn gitfile_target_in(gitfile: &Path, text: &[u8]) -> Option<PathBuf> {
 /// The common dir a git dir's `commondir` file names, canonical; None without one (or
 /// one that cannot be read: git would fail there).
 pub fn commondir_target(git_dir: &Path) -> Option<PathBuf> {
-    let text = crate::surface::content::read(
-        &git_dir.join("commondir"),
-        crate::surface::content::GIT_FILE_LIMIT,
-    )
-    .ok()?;
+    let text = content::read(&git_dir.join("commondir"), content::GIT_FILE_LIMIT).ok()?;
     crate::paths::canonicalize(&git_dir.join(OsStr::from_bytes(git_path_text(&text)))).ok()
 }
 
 /// What a worktree's admin dir's `gitdir` back-link names (the worktree's `.git` file), not
 /// resolved.
 pub fn worktree_back_link(admin: &Path) -> Option<PathBuf> {
-    let text = crate::surface::content::read(
-        &admin.join("gitdir"),
-        crate::surface::content::GIT_FILE_LIMIT,
-    )
-    .ok()?;
+    let text = content::read(&admin.join("gitdir"), content::GIT_FILE_LIMIT).ok()?;
     let end = text
         .iter()
         .rposition(|b| !b" \t\n\r".contains(b))

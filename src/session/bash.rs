@@ -10,9 +10,11 @@ use super::commands::{Commands, Ticket};
 use super::prompts::{self, Prompt};
 use super::{env_aliases, granted_how, Session};
 use crate::net::gate::CommandNet;
-use crate::platform::detect::{self, Capability};
+use crate::platform::detect;
 use crate::platform::launch::{self, Command, Launch, LaunchError};
-use crate::policy::bash::{self as bash_policy, Adapter, BashDecision, BashRequest, Network};
+use crate::policy::bash::{
+    self as bash_policy, Adapter, BashDecision, BashRequest, Capability, Network,
+};
 use crate::policy::environment;
 use crate::policy::guard::{Guard, Op, Verdict};
 use crate::shown;
@@ -80,12 +82,10 @@ pub enum Prepared {
 
 /// The sandbox program runs on the host, outside every sandbox: one the agent could have
 /// replaced (in or below a directory it may write) is refused, whatever found it.
-fn program_in_reach(guard: &Guard, capability: &detect::Capability) -> Option<String> {
+fn program_in_reach(guard: &Guard, capability: &Capability) -> Option<String> {
     let program = match capability {
-        detect::Capability::Bwrap { program, .. } | detect::Capability::SandboxExec { program } => {
-            program
-        }
-        detect::Capability::Unavailable { .. } => return None,
+        Capability::Bwrap { program, .. } | Capability::SandboxExec { program } => program,
+        Capability::Unavailable { .. } => return None,
     };
     let real = crate::paths::canonicalize(program).unwrap_or_else(|_| program.clone());
     let root = guard.allow_write_paths().find(|root| {
@@ -97,7 +97,7 @@ fn program_in_reach(guard: &Guard, capability: &detect::Capability) -> Option<St
         "Blocked: the sandbox program {} lies in {}, which the agent may write; a program there could have been replaced, and it runs outside the sandbox. Install it in a system directory, or point {} elsewhere.",
         program.display(),
         root.display(),
-        detect::SYSTEM_DIRS_VAR
+        crate::process::SYSTEM_DIRS_VAR
     ))
 }
 

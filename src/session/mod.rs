@@ -24,16 +24,15 @@ use self::approvals::{Scope, Snapshot, Store};
 use self::load_error::LoadError;
 use self::repos::{protected_git_paths, repos_around};
 use crate::net::gate::{self, Gate};
-use crate::platform::detect;
 use crate::platform::launch;
 use crate::policy::config::{self, Config, Env, Mode, Source, MODE_HELP};
 use crate::policy::environment::{self, EnvPolicy};
 use crate::policy::guard::{ApprovalMode, Decision, Guard, KnownGitDirs, Op, Verdict};
+use crate::policy::protected::GitPath;
 use crate::policy::trust::Trust;
 use crate::redact::{self, Redactor, Secret};
 use crate::shown;
 use crate::surface::audit::Auditor;
-use crate::surface::hooks::GitPath;
 use crate::surface::index::Index;
 use crate::surface::scan::{Found, Scan};
 use crate::violations::{Violation, ViolationLog};
@@ -460,7 +459,7 @@ impl Session {
             // No policy: only the system directories.
             return path
                 .split(':')
-                .filter(|e| detect::SYSTEM_DIRS.contains(e))
+                .filter(|e| crate::process::SYSTEM_DIRS.contains(e))
                 .collect::<Vec<_>>()
                 .join(":");
         };

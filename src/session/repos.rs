@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::{stamp_of, Session};
 use crate::policy::config::Config;
 use crate::policy::guard::{Decision, Guard, Op, Verdict};
-use crate::surface::hooks::{GitPath, GitPathKind};
+use crate::policy::protected::{GitPath, GitPathKind};
 use crate::surface::scan::Scan;
 
 /// What of a repository's hooks directories and included config files the guard protects:

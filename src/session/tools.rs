@@ -159,6 +159,139 @@ fn glob_may_select_env_files(glob: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::symlink;
+
+    use serde_json::json;
+
+    use crate::policy::guard::tests::World;
+    use crate::policy::guard::{ApprovalMode, Op, Verdict};
+
+    #[test]
+    fn tool_inputs_resolve_like_pi() {
+        let w = World::new();
+        let g = w.guard("{}");
+        let home = &w.env.home;
+        let check =
+            |tool: &str, input: serde_json::Value| check_tool(&g, tool, &input, home).unwrap();
+        // `@` prefix and `~` as pi expands them
+        assert_eq!(
+            check("read", json!({"path": "@~/.ssh/id_rsa"}))
+                .decision
+                .verdict,
+            Verdict::Deny
+        );
+        assert_eq!(
+            check("read", json!({"path": "../home/.ssh/id_rsa"}))
+                .decision
+                .verdict,
+            Verdict::Deny
+        );
+        // a non-breaking space pi turns into a plain one
+        std::fs::write(w.p("proj/a b.txt"), b"x").unwrap();
+        let d = check("write", json!({"path": "a\u{00A0}b.pem", "content": ""})).decision;
+        assert_eq!(d.path, w.p("proj/a b.pem"));
+        assert_eq!(d.verdict, Verdict::Deny);
+        assert_eq!(check("ls", json!({})).decision.verdict, Verdict::Allow);
+        assert_eq!(
+            check("ls", json!({"path": "~/.ssh"})).decision.verdict,
+            Verdict::Deny
+        );
+        assert_eq!(
+            check("find", json!({"pattern": "*", "path": "~"}))
+                .decision
+                .verdict,
+            Verdict::Deny
+        );
+        assert_eq!(
+            check("edit", json!({"path": "x.key", "edits": []}))
+                .decision
+                .verdict,
+            Verdict::Deny
+        );
+        assert_eq!(
+            check("write", json!({"content": "no path"}))
+                .decision
+                .verdict,
+            Verdict::Deny
+        );
+        assert!(check_tool(&g, "bash", &json!({"command": "ls"}), home).is_none());
+    }
+
+    #[test]
+    fn grep_keeps_env_files_out_unless_approval_mode_is_always() {
+        let w = World::new();
+        let g = w.guard("{}");
+        let home = &w.env.home;
+        let c = check_tool(&g, "grep", &json!({"pattern": "KEY"}), home).unwrap();
+        assert_eq!(c.decision.verdict, Verdict::Allow);
+        assert_eq!(c.patch, Some(("glob".into(), ENV_FILE_EXCLUDE_GLOB.into())));
+        let c = check_tool(&g, "grep", &json!({"pattern": "KEY", "glob": "*.ts"}), home).unwrap();
+        assert_eq!(c.decision.verdict, Verdict::Allow);
+        assert_eq!(c.patch, None);
+        let c = check_tool(
+            &g,
+            "grep",
+            &json!({"pattern": "KEY", "glob": ".env*"}),
+            home,
+        )
+        .unwrap();
+        assert_eq!(c.decision.verdict, Verdict::Deny);
+        let g = w.guard_with("{}", ApprovalMode::Always);
+        let c = check_tool(&g, "grep", &json!({"pattern": "KEY"}), home).unwrap();
+        assert_eq!(c.patch, None);
+    }
+
+    #[test]
+    fn edit_needs_read_and_write() {
+        let w = World::new();
+        let g = w.guard_with("{}", ApprovalMode::Deny);
+        let home = &w.env.home;
+        // readable-denied even though writable
+        let g2 = w.guard(r#"{"filesystem":{"denyRead":["./private"]}}"#);
+        let c = check_tool(
+            &g2,
+            "edit",
+            &json!({"path": "private/notes.md", "edits": []}),
+            home,
+        )
+        .unwrap();
+        assert_eq!(c.decision.verdict, Verdict::Deny);
+        assert_eq!(c.decision.op, Op::Read);
+        let c = check_tool(&g, "edit", &json!({"path": "src/a.ts", "edits": []}), home).unwrap();
+        assert_eq!(c.decision.verdict, Verdict::Allow);
+        assert_eq!(c.decision.op, Op::Write);
+    }
+
+    #[test]
+    fn absolute_paths_are_judged_as_the_kernel_opens_them() {
+        let w = World::new();
+        let g = w.guard("{}");
+        let home = &w.env.home;
+        let check = |input: serde_json::Value| check_tool(&g, "read", &input, home).unwrap();
+        // proj/l -> home/.ssh/sub (exists); proj/l/.. is home/.ssh, not proj
+        std::fs::create_dir_all(w.p("home/.ssh/sub")).unwrap();
+        symlink(w.p("home/.ssh/sub"), w.p("proj/l")).unwrap();
+        let via_link = format!("{}/l/../id_rsa", w.p("proj").display());
+        let d = check(json!({ "path": via_link })).decision;
+        assert_eq!(d.verdict, Verdict::Deny, "{d:?}");
+        assert_eq!(d.path, w.p("home/.ssh/id_rsa"));
+        // /proc/self/cwd is pi's own cwd (this process here): `..` after it leaves it
+        let cwd = std::env::current_dir().unwrap();
+        let depth = cwd.components().count() - 1;
+        let up = "../".repeat(depth);
+        let raw = format!("/proc/self/cwd/{up}{}", w.p("home/.ssh/id_rsa").display());
+        let d = check(json!({ "path": raw })).decision;
+        assert_eq!(d.verdict, Verdict::Deny, "{d:?}");
+        // a write through a link plus `..` reaches the file the kernel would write
+        symlink(w.p("outside"), w.p("proj/out")).unwrap();
+        std::fs::create_dir_all(w.p("outside/x")).unwrap();
+        let raw = format!("{}/out/x/../evil.sh", w.p("proj").display());
+        let d = check_tool(&g, "write", &json!({"path": raw, "content": ""}), home)
+            .unwrap()
+            .decision;
+        assert_eq!(d.verdict, Verdict::Prompt, "{d:?}");
+        assert_eq!(d.path, w.p("outside/evil.sh"));
+    }
 
     #[test]
     fn env_glob_detection() {

@@ -57,10 +57,9 @@ pub fn first_session_time(agent_dir: &Path) -> Option<SystemTime> {
     }
 }
 
+use crate::content;
 use crate::policy::guard::Protection;
-use crate::policy::protected::{Hit, Keep, OnChange, Place};
-use crate::surface::content;
-use crate::surface::hooks::GitPathKind;
+use crate::policy::protected::{GitPathKind, Hit, Keep, OnChange, Place};
 use crate::surface::quarantine::Quarantine;
 use crate::surface::scan::{fingerprinted_content, Found, Scan, FP_LINK, LINK_TARGET_MISSING};
 

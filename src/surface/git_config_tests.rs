@@ -343,9 +343,7 @@ fn config(rng: &mut Rng, safe: bool) -> Vec<u8> {
 fn gits() -> Vec<PathBuf> {
     let mut found: Vec<PathBuf> = Vec::new();
     let path = std::env::var_os("PATH").unwrap_or_default();
-    let dirs = crate::platform::detect::SYSTEM_DIRS
-        .iter()
-        .map(PathBuf::from);
+    let dirs = crate::process::SYSTEM_DIRS.iter().map(PathBuf::from);
     for dir in dirs.chain(std::env::split_paths(&path)) {
         let git = dir.join("git");
         let Ok(real) = std::fs::canonicalize(&git) else {
@@ -474,8 +472,7 @@ fn fuzz(seed: u64, n: usize) -> (usize, Tally) {
     let gits = gits();
     assert!(!gits.is_empty(), "no git on this machine");
     // the judgement's git first: its answers must match ours exactly
-    let system =
-        std::fs::canonicalize(crate::platform::detect::system_program("git").unwrap()).unwrap();
+    let system = std::fs::canonicalize(crate::process::system_program("git").unwrap()).unwrap();
     let gits: Vec<PathBuf> = std::iter::once(system.clone())
         .chain(gits.into_iter().filter(|g| *g != system))
         .collect();

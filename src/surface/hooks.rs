@@ -19,28 +19,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::platform::detect;
-
-/// A path git runs or reads on the host for a repository, besides the table's names.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GitPath {
-    /// Canonical.
-    pub path: PathBuf,
-    /// The repository's git dir, for messages.
-    pub git_dir: PathBuf,
-    /// Why: `core.hooksPath = <value>`, husky's scripts behind its wrappers, or the include
-    /// that names a config file.
-    pub why: String,
-    pub kind: GitPathKind,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GitPathKind {
-    /// A directory git runs hooks from (`filesystem.allowHooksPath` opens these).
-    Hooks,
-    /// A config file git includes.
-    Config,
-}
+use crate::content;
+use crate::policy::protected::{GitPath, GitPathKind};
+use crate::process;
 
 /// How deep includes are followed; git itself stops at 10.
 const MAX_INCLUDE_DEPTH: usize = 10;
@@ -237,26 +218,10 @@ fn way_to(named: &Path, git_dir: &Path, kind: GitPathKind, what: &str) -> (PathB
         .map(|link| entry(link, format!("a symlink on the way to {what}")))
         .collect();
     way.extend(
-        first_missing_ancestor(&target)
+        crate::paths::first_missing_ancestor(&target)
             .map(|m| entry(m, format!("the missing directory on the way to {what}"))),
     );
     (target, way)
-}
-
-/// The topmost missing directory on the way to `path`, when more than `path` itself is
-/// missing.
-pub(crate) fn first_missing_ancestor(path: &Path) -> Option<PathBuf> {
-    if std::fs::symlink_metadata(path).is_ok() {
-        return None;
-    }
-    let mut missing = path;
-    for a in path.ancestors().skip(1) {
-        if std::fs::symlink_metadata(a).is_ok() {
-            break;
-        }
-        missing = a;
-    }
-    (missing != path).then(|| missing.to_path_buf())
 }
 
 /// What git's config says of a repository's hooks, worktree and includes.
@@ -402,7 +367,7 @@ fn configs_are_files(git_dir: &Path, home: &Path) -> bool {
 /// as written (letters, digits and `-`, no escapes), so one whose bytes nowhere spell
 /// `path`, in any case, has none. Saves a git run per file for most configs.
 fn may_include(file: &Path) -> bool {
-    crate::surface::content::read(file, crate::surface::content::GIT_FILE_LIMIT).map_or(true, |t| {
+    content::read(file, content::GIT_FILE_LIMIT).map_or(true, |t| {
         t.windows(4).any(|w| w.eq_ignore_ascii_case(b"path"))
     })
 }
@@ -554,7 +519,7 @@ pub(crate) fn run_git(
     dir: &Path,
     home: &Path,
 ) -> Result<GitRun, GitError> {
-    let git = detect::system_program("git").ok_or(GitError::NoGit)?;
+    let git = process::system_program("git").ok_or(GitError::NoGit)?;
     let mut cmd = Command::new(git);
     cmd.env_clear()
         .env("HOME", home)
@@ -584,7 +549,7 @@ pub(crate) fn run_git(
         let out = s.spawn(move || drain(stdout, GIT_OUTPUT_LIMIT));
         let err = s.spawn(move || drain(stderr, 64 << 10));
         // Killed at the limit, git closes its pipes and the readers end.
-        let status = detect::wait_or_kill(&mut child, GIT_TIMEOUT);
+        let status = process::wait_or_kill(&mut child, GIT_TIMEOUT);
         let (stdout, too_much) = out.join().unwrap_or_default();
         let (stderr, _) = err.join().unwrap_or_default();
         match status {

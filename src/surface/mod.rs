@@ -3,7 +3,6 @@
 
 pub mod audit;
 pub mod committed_env;
-pub(crate) mod content;
 pub mod env_files;
 pub mod git_config;
 pub mod hooks;

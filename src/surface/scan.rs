@@ -64,7 +64,7 @@ pub fn fingerprinted_content(fingerprint: &[u8]) -> Option<&[u8]> {
 /// `content::read`: never blocking, bounded; a file over the bound is recorded by inode and
 /// change time, which any write changes.
 fn fingerprint(path: &Path, meta: &std::fs::Metadata) -> Vec<u8> {
-    use crate::surface::content::{self, NotContent};
+    use crate::content::{self, NotContent};
     if meta.file_type().is_symlink() {
         let target = std::fs::read_link(path).unwrap_or_default();
         return [FP_LINK, target.as_os_str().as_encoded_bytes()].concat();

@@ -15,7 +15,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::platform::mounts::{MountKind, MountPlan};
-use crate::policy::bash::Network;
+use crate::policy::bash::{Features, Network};
 
 /// The fd on which bwrap finds its options (`--args`); `BwrapArgs::fds` follow it.
 pub const ARGS_FD: u32 = 3;
@@ -102,14 +102,6 @@ fn check(path: &Path) -> Result<(), BwrapError> {
         });
     }
     Ok(())
-}
-
-/// What bwrap itself can do beyond its basics, probed once (`detect`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Features {
-    /// `--disable-userns` (bubblewrap 0.8+): no new user namespaces inside, enforced by the
-    /// kernel's namespace limit as well as by the seccomp filter.
-    pub disable_userns: bool,
 }
 
 /// What a run adds to the mount plan.

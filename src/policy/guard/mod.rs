@@ -11,8 +11,8 @@ use std::sync::{Arc, RwLock};
 use crate::paths::{self, PathError};
 use crate::policy::config::{Env, Mode, Source, Sourced};
 use crate::policy::protected::{self, Anchors, Hit};
+use crate::policy::protected::{GitPath, GitPathKind};
 use crate::policy::rules::{Rule, RuleSet};
-use crate::surface::hooks::{GitPath, GitPathKind};
 
 mod build;
 mod read;
@@ -705,4 +705,4 @@ pub fn is_env_file(path: &Path) -> bool {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -9,7 +9,7 @@ use super::{
 };
 use crate::policy::config::Source;
 use crate::policy::protected;
-use crate::surface::hooks::GitPathKind;
+use crate::policy::protected::GitPathKind;
 
 impl Guard {
     pub(super) fn decide_write(
