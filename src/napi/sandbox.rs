@@ -19,6 +19,7 @@ use crate::policy::pi_loads;
 use crate::session::bash::{prepare_on, Preparation};
 use crate::session::commands::Commands;
 use crate::session::grants::WriteScope;
+use crate::session::network_questions::{NetworkQuestions, Show};
 use crate::session::{Options, Session};
 use crate::{paths, redact, shown};
 
@@ -83,16 +84,17 @@ pub struct Sandbox {
     /// The session's network gate, reached without the session's lock (its questions come
     /// from proxy threads while a command holds the session).
     gate: Arc<crate::net::gate::Gate>,
-    questions: Arc<crate::session::network_questions::NetworkQuestions>,
+    questions: Arc<NetworkQuestions>,
 }
 
 impl Sandbox {
     pub(crate) fn of(session: Session) -> Sandbox {
         let gate = session.gate();
+        let questions = session.network_questions();
         Sandbox {
             commands: Arc::new(Commands::new(session)),
             gate,
-            questions: Arc::default(),
+            questions,
         }
     }
 }
@@ -496,20 +498,20 @@ impl Sandbox {
     )]
     pub fn on_network_prompt(&self, callback: Option<NetworkCallback>) {
         let Some(callback) = callback else {
-            self.gate.set_asker(None);
+            self.questions.set_show(None);
             return;
         };
-        let asker = self.questions.asker(move |id, q| {
+        let show: Show = Arc::new(move |id, q, prompt| {
             let question = JsNetworkQuestion {
                 id,
                 host: q.host.clone(),
                 port: q.port.into(),
-                prompt: q.prompt.clone().into(),
+                prompt: prompt.clone().into(),
             };
             let mode = napi::threadsafe_function::ThreadsafeFunctionCallMode::NonBlocking;
             callback.call(question, mode) == napi::Status::Ok
         });
-        self.gate.set_asker(Some(asker));
+        self.questions.set_show(Some(show));
     }
 
     /// Starts a proxy of this session's network gate on the host's 127.0.0.1 (what
