@@ -1,9 +1,9 @@
 //! `Sandbox`: one pi session's policy, its methods converting JS values for the session.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{AsyncTask, Buffer, BufferSlice};
+use napi::bindgen_prelude::{AsyncTask, Buffer, BufferSlice, Task};
 use napi_derive::napi;
 use serde_json::Value;
 
@@ -40,10 +40,6 @@ pub(crate) fn write_scope(scope: &str) -> napi::Result<WriteScope, String> {
 
 pub(crate) fn parse_op(op: &str) -> napi::Result<Op, String> {
     Op::parse(op).ok_or_else(|| CallError::BadOp(op.into()).into())
-}
-
-pub(crate) fn absolute(path: &str, cwd: &Path, home: &Path) -> napi::Result<PathBuf, String> {
-    paths::expand(path, home, cwd).map_err(|e| CallError::BadPath(e.to_string()).into())
 }
 
 /// Hides the session's secrets in one stream of output: `push` each chunk and show what it
@@ -96,6 +92,24 @@ impl Sandbox {
             gate,
             questions,
         }
+    }
+}
+
+pub struct LoadTask {
+    pub(crate) options: Option<Options>,
+}
+
+impl Task for LoadTask {
+    type Output = Session;
+    type JsValue = Sandbox;
+
+    fn compute(&mut self) -> napi::Result<Session> {
+        let options = self.options.take().expect("computed once");
+        guarded(|| Session::load(options))
+    }
+
+    fn resolve(&mut self, _env: napi::Env, session: Session) -> napi::Result<Sandbox> {
+        Ok(Sandbox::of(session))
     }
 }
 
