@@ -2,7 +2,9 @@
 //! fails closed while they are broken (every check is refused with the reason).
 
 pub mod approvals;
+mod approvals_upgrade;
 pub mod bash;
+pub mod command_keys;
 pub mod commands;
 pub mod config_edit;
 mod describe;
