@@ -164,7 +164,7 @@ fn prompt_types_offer_the_choices_the_prompts_do() {
         }],
         trust: Trust::Pending,
     };
-    let words = crate::session::approvals::prefix_choices("git log --oneline");
+    let words = crate::session::command_keys::prefix_choices("git log --oneline");
     let all: Vec<Prompt> = vec![
         prompts::for_decision(&asking(Op::Write, "/srv/x", "outside allowWrite"), f, false),
         prompts::for_decision(&asking(Op::Write, "/x", "outside allowWrite"), f, true),

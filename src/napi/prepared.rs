@@ -10,8 +10,8 @@ use super::errors::*;
 use super::objects::*;
 use crate::platform::launch::Launch;
 use crate::policy::bash::Network;
-use crate::session::bash::{finished, prepare_on, Ended, Preparation, Prepared};
-use crate::session::commands::{Commands, Ticket};
+use crate::session::bash::{finished, prepare_on, Ended, Preparation};
+use crate::session::commands::{Commands, Prepared, Ticket};
 
 /// A shell command or argv, prepared: the policy's verdict and, when sandboxed, what to spawn.
 /// Spawn `program` with `args` directly (no shell), giving the child `fds` as its fds 3, 4, ...

@@ -1,9 +1,9 @@
 //! `Sandbox`: one pi session's policy, its methods converting JS values for the session.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{AsyncTask, Buffer, BufferSlice};
+use napi::bindgen_prelude::{AsyncTask, Buffer, BufferSlice, Task};
 use napi_derive::napi;
 use serde_json::Value;
 
@@ -19,6 +19,7 @@ use crate::policy::pi_loads;
 use crate::session::bash::{prepare_on, Preparation};
 use crate::session::commands::Commands;
 use crate::session::grants::WriteScope;
+use crate::session::network_questions::{NetworkQuestions, Show};
 use crate::session::{Options, Session};
 use crate::{paths, redact, shown};
 
@@ -39,10 +40,6 @@ pub(crate) fn write_scope(scope: &str) -> napi::Result<WriteScope, String> {
 
 pub(crate) fn parse_op(op: &str) -> napi::Result<Op, String> {
     Op::parse(op).ok_or_else(|| CallError::BadOp(op.into()).into())
-}
-
-pub(crate) fn absolute(path: &str, cwd: &Path, home: &Path) -> napi::Result<PathBuf, String> {
-    paths::expand(path, home, cwd).map_err(|e| CallError::BadPath(e.to_string()).into())
 }
 
 /// Hides the session's secrets in one stream of output: `push` each chunk and show what it
@@ -83,17 +80,36 @@ pub struct Sandbox {
     /// The session's network gate, reached without the session's lock (its questions come
     /// from proxy threads while a command holds the session).
     gate: Arc<crate::net::gate::Gate>,
-    questions: Arc<crate::session::network_questions::NetworkQuestions>,
+    questions: Arc<NetworkQuestions>,
 }
 
 impl Sandbox {
     pub(crate) fn of(session: Session) -> Sandbox {
         let gate = session.gate();
+        let questions = session.network_questions();
         Sandbox {
             commands: Arc::new(Commands::new(session)),
             gate,
-            questions: Arc::default(),
+            questions,
         }
+    }
+}
+
+pub struct LoadTask {
+    pub(crate) options: Option<Options>,
+}
+
+impl Task for LoadTask {
+    type Output = Session;
+    type JsValue = Sandbox;
+
+    fn compute(&mut self) -> napi::Result<Session> {
+        let options = self.options.take().expect("computed once");
+        guarded(|| Session::load(options))
+    }
+
+    fn resolve(&mut self, _env: napi::Env, session: Session) -> napi::Result<Sandbox> {
+        Ok(Sandbox::of(session))
     }
 }
 
@@ -496,20 +512,20 @@ impl Sandbox {
     )]
     pub fn on_network_prompt(&self, callback: Option<NetworkCallback>) {
         let Some(callback) = callback else {
-            self.gate.set_asker(None);
+            self.questions.set_show(None);
             return;
         };
-        let asker = self.questions.asker(move |id, q| {
+        let show: Show = Arc::new(move |id, q, prompt| {
             let question = JsNetworkQuestion {
                 id,
                 host: q.host.clone(),
                 port: q.port.into(),
-                prompt: q.prompt.clone().into(),
+                prompt: prompt.clone().into(),
             };
             let mode = napi::threadsafe_function::ThreadsafeFunctionCallMode::NonBlocking;
             callback.call(question, mode) == napi::Status::Ok
         });
-        self.gate.set_asker(Some(asker));
+        self.questions.set_show(Some(show));
     }
 
     /// Starts a proxy of this session's network gate on the host's 127.0.0.1 (what

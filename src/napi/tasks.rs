@@ -1,6 +1,6 @@
 //! The calls run on libuv's thread pool: a session call, a load.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{AsyncTask, Buffer, Task};
@@ -8,9 +8,9 @@ use serde_json::Value;
 
 use super::errors::*;
 use super::objects::*;
-use super::sandbox::*;
+use crate::paths;
 use crate::session::commands::Commands;
-use crate::session::{Options, Session};
+use crate::session::Session;
 
 /// One session call on libuv's thread pool. Its errors reject the promise with the same
 /// `code` (`E_BLOCKED`, `ENOENT`, ...) the synchronous call throws.
@@ -55,6 +55,10 @@ where
     fn resolve(&mut self, env: napi::Env, output: Self::Output) -> napi::Result<T> {
         output.map_err(|e| rethrown(env, e))
     }
+}
+
+pub(crate) fn absolute(path: &str, cwd: &Path, home: &Path) -> napi::Result<PathBuf, String> {
+    paths::expand(path, home, cwd).map_err(|e| CallError::BadPath(e.to_string()).into())
 }
 
 /// A path as pi's tools hand it over (absolute already; relative ones against the cwd).
@@ -120,23 +124,5 @@ pub(crate) fn tool_decision(
         patch_key,
         patch_value,
         prompt,
-    }
-}
-
-pub struct LoadTask {
-    pub(crate) options: Option<Options>,
-}
-
-impl Task for LoadTask {
-    type Output = Session;
-    type JsValue = Sandbox;
-
-    fn compute(&mut self) -> napi::Result<Session> {
-        let options = self.options.take().expect("computed once");
-        guarded(|| Session::load(options))
-    }
-
-    fn resolve(&mut self, _env: napi::Env, session: Session) -> napi::Result<Sandbox> {
-        Ok(Sandbox::of(session))
     }
 }

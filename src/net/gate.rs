@@ -17,7 +17,6 @@ use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use super::domains::{DomainFilter, Host, Verdict};
 use super::proxy::{self, Decision, Reach, Resolve, Server};
-use crate::session::prompts::{self, Prompt};
 use crate::violations::{Violation, ViolationLog};
 
 /// Hosts one command may ask the user about; the rest are refused without asking.
@@ -33,8 +32,6 @@ pub struct Rules {
     pub filter: DomainFilter,
     /// Hosts the user allowed from a prompt, each with how (for the log).
     pub granted: Vec<(Host, String)>,
-    /// The config files a domain is added to for good, for the prompt and messages.
-    pub files: prompts::GrantFiles,
 }
 
 /// The rules' answer for a host, before anyone is asked.
@@ -100,20 +97,34 @@ fn is_local(host: &Host) -> bool {
     }
 }
 
-/// A question for the user about one host.
+/// A question for the user about one host, as plain data: the session words the prompt
+/// (it knows the config files an answer writes to).
 #[derive(Debug, Clone)]
 pub struct Question {
     pub host: String,
     pub port: u16,
-    pub prompt: Prompt,
-    /// Set when the command is over: the question is withdrawn (answer None at once).
+    /// The host is on this machine or its local network (`is_local`): the prompt says so.
+    pub local: bool,
+    /// Set when the command is over: the question is withdrawn (answered at once).
     pub withdrawn: Arc<AtomicBool>,
 }
 
-/// Asks the user and waits for the answer: a choice id (`abort`, `session`, or `project` /
-/// `global` once the config file holds the host), or None when there is no one to ask or the
-/// question was withdrawn.
-pub type Asker = Arc<dyn Fn(&Question) -> Option<String> + Send + Sync>;
+/// The user's answer to a question.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// Allowed for good: the config file holds the host now (grantDomain).
+    Saved,
+    /// Allowed for the rest of this session, in memory only.
+    ForSession,
+    /// Declined (or an answer the question did not offer), with what the connection is told.
+    Declined(String),
+    /// No one answered: no one to ask, or the question was withdrawn. With what the
+    /// connection is told when there is no one to ask.
+    Unanswered(String),
+}
+
+/// Asks the user and waits for the answer.
+pub type Asker = Arc<dyn Fn(&Question) -> Reply + Send + Sync>;
 
 pub struct Gate {
     rules: RwLock<Rules>,
@@ -413,13 +424,10 @@ impl CommandNet {
 
     fn ask(&self, host: &Host, port: u16) -> Answer {
         let _one_at_a_time = lock(&self.gate.asking);
-        let rules = self.gate.rules();
         // Allowed while the question waited its turn (another command's "for this session").
-        if let Judgement::Allowed { .. } = rules.judge(host) {
+        if let Judgement::Allowed { .. } = self.gate.judge(host) {
             return Ok(());
         }
-        let shown = host.to_string();
-        let prompt = prompts::network_host(&shown, port, is_local(host), &rules.files);
         if self.finished.load(Ordering::SeqCst) {
             return Err(format!(
                 "Blocked: a connection to {host}:{port}: the command was over before anyone could be asked"
@@ -432,24 +440,29 @@ impl CommandNet {
             .unwrap_or_else(|e| e.into_inner())
             .clone();
         let question = Question {
-            host: shown,
+            host: host.to_string(),
             port,
-            prompt,
+            local: is_local(host),
             withdrawn: self.finished.clone(),
         };
-        let answer = asker.and_then(|ask| ask(&question));
-        match answer.as_deref() {
-            None if self.finished.load(Ordering::SeqCst) => Err(format!(
+        // The session always sets an asker (it says which config files allow the host);
+        // without one, the gate's own words.
+        let reply = match asker {
+            Some(ask) => ask(&question),
+            None => Reply::Unanswered(format!(
+                "Blocked: a connection to {host}:{port}: {host} is not in network.allowedDomains, and there is no UI to ask the user. To allow it, add \"{host}\" to network.allowedDomains."
+            )),
+        };
+        match reply {
+            Reply::Unanswered(_) if self.finished.load(Ordering::SeqCst) => Err(format!(
                 "Blocked: a connection to {host}:{port}: the command was over before the user answered"
             )),
-            None => Err(question.prompt.no_ui),
-            // "project" / "global": the config file holds the host now (grantDomain).
-            Some("project" | "global") => Ok(()),
-            Some("session") => {
+            Reply::Unanswered(reason) | Reply::Declined(reason) => Err(reason),
+            Reply::Saved => Ok(()),
+            Reply::ForSession => {
                 self.gate.allow_for_session(host);
                 Ok(())
             }
-            Some(_) => Err(question.prompt.declined),
         }
     }
 

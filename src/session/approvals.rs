@@ -35,6 +35,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::approvals_upgrade::{self, Old};
+use super::command_keys::simple_argv;
+
 pub const FILE_NAME: &str = "sandbox-approvals.json";
 pub const TTL_VAR: &str = "PI_SANDBOX_SESSION_APPROVAL_TTL_MS";
 /// How long a `session` approval lasts unless `PI_SANDBOX_SESSION_APPROVAL_TTL_MS` says.
@@ -594,10 +597,11 @@ impl Store {
         }
         let approvals = root.shift_remove("approvals").unwrap_or(Value::Null);
         root.shift_remove("version");
+        let upgrade = |old: Old| upgraded_state(old, now);
         let state = match (version, approvals) {
             (_, Value::Null) => Ok(State::default()),
-            (1, Value::Object(map)) => self.upgrade_v1(map, now),
-            (2, Value::Object(map)) => self.upgrade_old_v2(map, now),
+            (1, Value::Object(map)) => approvals_upgrade::version_1(&self.path, map).map(upgrade),
+            (2, Value::Object(map)) => approvals_upgrade::earlier_v2(&self.path, map).map(upgrade),
             (2, Value::Array(items)) => parse_items(items),
             (_, _) => Err(format!(
                 "\"approvals\" has the wrong shape for version {version}"
@@ -609,77 +613,6 @@ impl Store {
                 Parsed::Valid(state)
             }
             Err(reason) => Parsed::Corrupt(reason),
-        })
-    }
-
-    /// Version 1 (or no version): `{"<command text>": true}`, each a permanent approval.
-    fn upgrade_v1(&self, map: Map<String, Value>, now: u64) -> Result<State, String> {
-        let mut items = vec![];
-        for (command, value) in map {
-            match value {
-                Value::Bool(true) if !command.is_empty() => {
-                    items.push(upgraded(command, None, "version 1", now))
-                }
-                Value::Bool(_) => {}
-                other => {
-                    return Err(format!(
-                        "approval {command:?} is {other}, not true or false"
-                    ))
-                }
-            }
-        }
-        let notice = format!(
-            "{} is in the version-1 format; its {} approval(s) are read as permanent approvals of those exact commands, and the file is rewritten as version 2 at the next grant",
-            self.path.display(),
-            items.len()
-        );
-        Ok(State {
-            items,
-            notice: Some(notice),
-            ..State::default()
-        })
-    }
-
-    /// The earlier extension's version 2: `{"<command text>": {"scope": ..., "expiresAt"?}}`.
-    /// Its session approvals carry no session id, so they are dropped.
-    fn upgrade_old_v2(&self, map: Map<String, Value>, now: u64) -> Result<State, String> {
-        let mut items = vec![];
-        let mut dropped = 0;
-        for (command, value) in map {
-            let scope = value.get("scope").and_then(Value::as_str);
-            let expires_at = match value.get("expiresAt") {
-                None | Some(Value::Null) => None,
-                Some(v) => Some(v.as_u64().ok_or_else(|| {
-                    format!("approval {command:?}: \"expiresAt\" is {v}, not milliseconds")
-                })?),
-            };
-            match scope {
-                Some("always") if !command.is_empty() => {
-                    items.push(upgraded(command, expires_at, "the earlier extension", now))
-                }
-                Some("always") => {}
-                Some("session") => dropped += 1,
-                _ => {
-                    return Err(format!(
-                    "approval {command:?} is {value}, not {{\"scope\": \"always\" | \"session\"}}"
-                ))
-                }
-            }
-        }
-        let mut notice = format!(
-            "{} is in the earlier extension's format; its {} permanent approval(s) are kept and the file is rewritten in the current format at the next grant",
-            self.path.display(),
-            items.len()
-        );
-        if dropped > 0 {
-            notice.push_str(&format!(
-                "; {dropped} session approval(s) were dropped because they do not say which session they belong to (you will be asked again)"
-            ));
-        }
-        Ok(State {
-            items,
-            notice: Some(notice),
-            ..State::default()
         })
     }
 
@@ -718,6 +651,20 @@ impl Store {
         File::open(&dir)
             .and_then(|d| d.sync_all())
             .map_err(|e| StoreError::io(&dir, "syncing the directory", e))
+    }
+}
+
+/// An old file's approvals, each now a permanent approval of the exact command.
+fn upgraded_state(old: Old, now: u64) -> State {
+    let items = old
+        .commands
+        .into_iter()
+        .map(|(command, expires_at)| upgraded(command, expires_at, old.from, now))
+        .collect();
+    State {
+        items,
+        notice: Some(old.notice),
+        ..State::default()
     }
 }
 
@@ -771,82 +718,6 @@ fn parse_items(values: Vec<Value>) -> Result<State, String> {
         items,
         ..State::default()
     })
-}
-
-// ---------------------------------------------------------------------------------------
-// Command keys
-
-/// Characters that make a command more than one simple command, or code: separators,
-/// redirections, expansions, quoting escapes, brace expansion, globs, comments, history.
-/// Refused anywhere, quoted or not (conservative).
-const NOT_SIMPLE: &[char] = &[
-    ';', '&', '|', '<', '>', '(', ')', '$', '`', '\\', '\n', '\r', '{', '}', ',', '*', '?', '[',
-    ']', '#', '!',
-];
-
-/// The words of `command` if it is one simple command: plain words, single- or
-/// double-quoted words (no escapes needed), separated by spaces/tabs. `None` for anything a
-/// shell would treat as more than one command or as code (see [`NOT_SIMPLE`]), control
-/// characters, a `~` that could be expanded, a first word that could be an environment
-/// assignment (`NAME=value`), an unterminated quote and an empty command. When in doubt,
-/// `None`: the command then cannot match a prefix grant and the user is asked again.
-pub fn simple_argv(command: &str) -> Option<Vec<String>> {
-    if command
-        .chars()
-        .any(|c| NOT_SIMPLE.contains(&c) || (c.is_control() && c != '\t'))
-    {
-        return None;
-    }
-    let mut words: Vec<String> = vec![];
-    let mut chars = command.chars().peekable();
-    loop {
-        while matches!(chars.peek(), Some(' ' | '\t')) {
-            chars.next();
-        }
-        if chars.peek().is_none() {
-            break;
-        }
-        let mut word = String::new();
-        while let Some(c) = chars.next() {
-            match c {
-                ' ' | '\t' => break,
-                '\'' | '"' => loop {
-                    match chars.next() {
-                        None => return None,
-                        Some(q) if q == c => break,
-                        Some(other) => word.push(other),
-                    }
-                },
-                // Tilde expansion: at a word's start, and after `=` or `:` (assignments).
-                '~' if word.is_empty() || word.ends_with(['=', ':']) => return None,
-                _ => word.push(c),
-            }
-        }
-        if words.is_empty() && word.contains('=') {
-            return None;
-        }
-        words.push(word);
-    }
-    if words.is_empty() {
-        return None;
-    }
-    // A second opinion: a POSIX-style split must see the same words.
-    if shlex::split(command).as_ref() != Some(&words) {
-        return None;
-    }
-    Some(words)
-}
-
-/// The prefixes a user may pick for a prefix grant of `command`: its words' prefixes,
-/// longest (all words) first down to the first word alone; empty if not simple.
-pub fn prefix_choices(command: &str) -> Vec<Vec<String>> {
-    let Some(words) = simple_argv(command) else {
-        return vec![];
-    };
-    (1..=words.len())
-        .rev()
-        .map(|n| words[..n].to_vec())
-        .collect()
 }
 
 /// Whether `host` is a host as the proxy judges it: its own canonical spelling.

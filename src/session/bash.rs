@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::commands::{Commands, Ticket};
-use super::prompts::{self, Prompt};
+use super::commands::{Commands, Prepared, Ticket};
+use super::prompts;
 use super::{env_aliases, granted_how, Session};
 use crate::net::gate::CommandNet;
 use crate::platform::detect;
@@ -67,18 +67,6 @@ fn paths_in_error_line(line: &str) -> Vec<String> {
 
 /// Passes of the audit's structural step before it gives up and blocks bash.
 const MAX_STRUCTURAL_PASSES: usize = 64;
-
-/// The outcome of preparing a command.
-#[derive(Debug)]
-pub enum Prepared {
-    Sandboxed(Launch),
-    /// The user turned protection off; run the command as is.
-    Unsandboxed(String),
-    /// No OS sandbox works: run it unsandboxed only if the user says so now (`prompt`).
-    NeedsApproval(Box<Prompt>),
-    /// Do not run; the reason says why and how to fix it.
-    Denied(String),
-}
 
 /// The sandbox program runs on the host, outside every sandbox: one the agent could have
 /// replaced (in or below a directory it may write) is refused, whatever found it.

@@ -9,13 +9,26 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use crate::session::bash::Prepared;
+use crate::platform::launch::Launch;
+use crate::session::prompts::Prompt;
 use crate::session::Session;
 use crate::surface::audit::Finding;
 
 /// Proof that a command was prepared: the one that may be audited next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ticket(u64);
+
+/// The outcome of preparing a command.
+#[derive(Debug)]
+pub enum Prepared {
+    Sandboxed(Launch),
+    /// The user turned protection off; run the command as is.
+    Unsandboxed(String),
+    /// No OS sandbox works: run it unsandboxed only if the user says so now (`prompt`).
+    NeedsApproval(Box<Prompt>),
+    /// Do not run; the reason says why and how to fix it.
+    Denied(String),
+}
 
 #[derive(Default)]
 struct Slot {

@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::approvals::{self, Grant, Scope, Store};
+use super::approvals::{Grant, Scope, Store};
+use super::command_keys;
 use super::prompts::{self, Prompt};
 use super::{grant_files, Session};
 use crate::net::gate;
@@ -480,7 +481,7 @@ impl Session {
 
     /// The prompt that asks what a command grant covers (after session / always).
     pub fn command_key_prompt(&self, command: &str) -> Prompt {
-        prompts::command_key(command, &approvals::prefix_choices(command))
+        prompts::command_key(command, &command_keys::prefix_choices(command))
     }
 
     /// The user allowed `command` to run unsandboxed for the session or for good, keyed as
@@ -506,7 +507,8 @@ impl Session {
                 command: command.to_string(),
             },
             Some(n) => {
-                let words = approvals::simple_argv(command).ok_or(GrantError::NotSimpleCommand)?;
+                let words =
+                    command_keys::simple_argv(command).ok_or(GrantError::NotSimpleCommand)?;
                 let n: usize = n
                     .parse()
                     .ok()

@@ -2,7 +2,9 @@
 //! fails closed while they are broken (every check is refused with the reason).
 
 pub mod approvals;
+mod approvals_upgrade;
 pub mod bash;
+pub mod command_keys;
 pub mod commands;
 pub mod config_edit;
 mod describe;
@@ -22,6 +24,7 @@ use std::time::SystemTime;
 
 use self::approvals::{Scope, Snapshot, Store};
 use self::load_error::LoadError;
+use self::network_questions::NetworkQuestions;
 use self::repos::{protected_git_paths, repos_around};
 use crate::net::gate::{self, Gate};
 use crate::platform::launch;
@@ -87,7 +90,7 @@ fn env_read_grants(granted: &Snapshot) -> Vec<(PathBuf, String)> {
 }
 
 /// The network gate's rules: the config's domain lists and the hosts the user allowed.
-fn net_rules(config: &Config, granted: &Snapshot, env: &Env) -> Result<gate::Rules, LoadError> {
+fn net_rules(config: &Config, granted: &Snapshot) -> Result<gate::Rules, LoadError> {
     let filter = crate::net::domains::DomainFilter::new(
         &config.allowed_domains.value,
         &config.denied_domains.value,
@@ -107,11 +110,7 @@ fn net_rules(config: &Config, granted: &Snapshot, env: &Env) -> Result<gate::Rul
             Some((h, granted_how(e)))
         })
         .collect();
-    Ok(gate::Rules {
-        filter,
-        granted,
-        files: grant_files(config, env),
-    })
+    Ok(gate::Rules { filter, granted })
 }
 
 /// Where "for this project" and "for all projects" write a grant, and whether the project's
@@ -179,6 +178,8 @@ pub struct Session {
     once: std::cell::RefCell<Vec<(Op, PathBuf)>>,
     /// The network proxy's decisions for filtered commands (rules replaced at each load).
     gate: Arc<Gate>,
+    /// The gate's questions, worded with this session's config files and shown to the user.
+    questions: Arc<NetworkQuestions>,
     /// The env files the repository tracks, asked of git once (for a note and `/sandbox`).
     committed_env: Arc<crate::surface::committed_env::CommittedEnv>,
 }
@@ -191,6 +192,8 @@ struct Loaded {
     load_time_repos: Vec<PathBuf>,
     env_policy: EnvPolicy,
     net_rules: gate::Rules,
+    /// The config files the gate's questions name.
+    grant_files: prompts::GrantFiles,
 }
 
 /// See `Session::env_aliases`.
@@ -224,6 +227,8 @@ impl Session {
         let log = ViolationLog::in_agent_dir(&options.env.agent_dir);
         let store = Store::in_agent_dir(&options.env.agent_dir).map_err(|e| e.to_string());
         let gate = Arc::new(Gate::new(log.clone(), crate::net::proxy::system_resolver()));
+        let questions = Arc::new(NetworkQuestions::default());
+        gate.set_asker(Some(questions.asker()));
         let quarantine = crate::surface::quarantine::Quarantine::for_project(
             &options.env.agent_dir,
             &options.env.cwd,
@@ -236,6 +241,7 @@ impl Session {
         let mut s = Session {
             committed_env,
             gate,
+            questions,
             store,
             granted: Snapshot::empty(),
             session_writes: vec![],
@@ -277,6 +283,11 @@ impl Session {
         self.gate.clone()
     }
 
+    /// The gate's questions, to show and answer from outside the session's lock.
+    pub(crate) fn network_questions(&self) -> Arc<NetworkQuestions> {
+        self.questions.clone()
+    }
+
     /// Re-reads every layer now.
     pub fn reload(&mut self) {
         self.granted = match &self.store {
@@ -299,6 +310,10 @@ impl Session {
             Ok(loaded) => loaded.net_rules.clone(),
             // Nothing runs meanwhile; if something asks, nothing is allowed.
             Err(_) => gate::Rules::default(),
+        });
+        self.questions.set_files(match &self.state {
+            Ok(loaded) => loaded.grant_files.clone(),
+            Err(_) => prompts::GrantFiles::default(),
         });
         // The repositories met earlier keep their hooks directories and included config
         // files in the new guard.
@@ -434,13 +449,15 @@ impl Session {
                     ))
                 },
             )?;
-        let net_rules = net_rules(&config, granted, &self.options.env)?;
+        let net_rules = net_rules(&config, granted)?;
+        let grant_files = grant_files(&config, &self.options.env);
         Ok(Loaded {
             config,
             guard,
             load_time_repos,
             env_policy,
             net_rules,
+            grant_files,
         })
     }
 

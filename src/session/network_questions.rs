@@ -1,15 +1,17 @@
-//! The network gate's questions handed to whoever asks the user (pi's dialog, through JS),
-//! and the answers back: a connection waits for its answer, its command's end, or a timeout.
+//! The network gate's questions worded as prompts and handed to whoever asks the user (pi's
+//! dialog, through JS), and the answers back: a connection waits for its answer, its
+//! command's end, or a timeout.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 
 use super::commands::Commands;
 use super::grants::WriteScope;
-use crate::net::gate::{Asker, Question};
+use super::prompts::{self, GrantFiles, Prompt};
+use crate::net::gate::{Asker, Question, Reply};
 use crate::shown;
 
 /// Questions of the network gate sent to JS and not answered yet, by id: the host asked
@@ -18,7 +20,16 @@ use crate::shown;
 pub(crate) struct NetworkQuestions {
     next: AtomicU32,
     waiting: Mutex<Waiting>,
+    /// Where "for this project" and "for all projects" write, named by the prompts: set
+    /// with each load of the gate's rules.
+    files: RwLock<GrantFiles>,
+    /// Who shows the questions (None: no one; unlisted hosts are refused).
+    show: RwLock<Option<Show>>,
 }
+
+/// Shows the question `id` with its prompt to the user; false when it could not be sent
+/// (then the host is refused).
+pub(crate) type Show = Arc<dyn Fn(u32, &Question, &Prompt) -> bool + Send + Sync>;
 
 /// By question id: the host, whether its command is over, where the answer goes.
 type Waiting = HashMap<u32, (String, Arc<AtomicBool>, Sender<String>)>;
@@ -34,27 +45,53 @@ impl NetworkQuestions {
         self.waiting.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The gate's asker: each question gets an id and goes to `send` (false: it could not
-    /// be sent, and the host is refused); the connection then waits for `answer`.
-    pub(crate) fn asker(
-        self: &Arc<Self>,
-        send: impl Fn(u32, &Question) -> bool + Send + Sync + 'static,
-    ) -> Asker {
+    /// The config files the prompts name from now on.
+    pub(crate) fn set_files(&self, files: GrantFiles) {
+        *self.files.write().unwrap_or_else(|e| e.into_inner()) = files;
+    }
+
+    /// Who shows the questions from now on (None: no one).
+    pub(crate) fn set_show(&self, show: Option<Show>) {
+        *self.show.write().unwrap_or_else(|e| e.into_inner()) = show;
+    }
+
+    /// The gate's asker: each question is worded as a prompt, gets an id and goes to the
+    /// `show` set; the connection then waits for `answer`.
+    pub(crate) fn asker(self: &Arc<Self>) -> Asker {
         let questions = self.clone();
-        Arc::new(move |q: &Question| {
-            let id = questions.next.fetch_add(1, Ordering::Relaxed);
-            let (tx, rx) = mpsc::channel();
-            questions
-                .waiting()
-                .insert(id, (q.host.clone(), q.withdrawn.clone(), tx));
-            let answer = if send(id, q) {
-                wait_for_answer(&rx, &q.withdrawn)
-            } else {
-                None
-            };
-            questions.waiting().remove(&id);
-            answer.filter(|a| a != "noUi")
-        })
+        Arc::new(move |q: &Question| questions.ask(q))
+    }
+
+    fn ask(&self, q: &Question) -> Reply {
+        let prompt = {
+            let files = self.files.read().unwrap_or_else(|e| e.into_inner());
+            prompts::network_host(&q.host, q.port, q.local, &files)
+        };
+        let show = self.show.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let answer = show.and_then(|show| self.shown_and_answered(q, &prompt, &show));
+        match answer.as_deref() {
+            None | Some("noUi") => Reply::Unanswered(prompt.no_ui),
+            // "project" / "global": the config file holds the host now (grantDomain).
+            Some("project" | "global") => Reply::Saved,
+            Some("session") => Reply::ForSession,
+            Some(_) => Reply::Declined(prompt.declined),
+        }
+    }
+
+    /// Shows the question with an id and waits for its answer (None: it could not be sent,
+    /// or no answer came).
+    fn shown_and_answered(&self, q: &Question, prompt: &Prompt, show: &Show) -> Option<String> {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = mpsc::channel();
+        self.waiting()
+            .insert(id, (q.host.clone(), q.withdrawn.clone(), tx));
+        let answer = if show(id, q, prompt) {
+            wait_for_answer(&rx, &q.withdrawn)
+        } else {
+            None
+        };
+        self.waiting().remove(&id);
+        answer
     }
 
     /// Whether the question `id` still waits for its answer.

@@ -415,11 +415,14 @@ mod tests {
 
     #[test]
     fn key_choices_list_each_prefix_once() {
-        let prefixes = crate::session::approvals::prefix_choices("git log --oneline");
+        let prefixes = crate::session::command_keys::prefix_choices("git log --oneline");
         let k = command_key("git log --oneline", &prefixes);
         let ids: Vec<&str> = k.choices.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(ids, ["abort", "exact", "prefix:3", "prefix:2", "prefix:1"]);
-        let k = command_key("a; b", &crate::session::approvals::prefix_choices("a; b"));
+        let k = command_key(
+            "a; b",
+            &crate::session::command_keys::prefix_choices("a; b"),
+        );
         let ids: Vec<&str> = k.choices.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(ids, ["abort", "exact"], "no prefix for a compound command");
     }
@@ -428,7 +431,7 @@ mod tests {
     fn prefix_labels_show_the_words_escaped_and_apart() {
         // Controls make a command not simple; bidi and separators do not.
         let command = "touch 'a b\u{2028}rm' \u{202e}x\u{e0041}";
-        let prefixes = crate::session::approvals::prefix_choices(command);
+        let prefixes = crate::session::command_keys::prefix_choices(command);
         assert!(!prefixes.is_empty(), "a simple command");
         let k = command_key(command, &prefixes);
         no_hidden_characters(&k);

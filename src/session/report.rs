@@ -51,11 +51,13 @@ fn paths(it: &mut dyn Iterator<Item = &Path>) -> String {
     it.map(shown::path).collect::<Vec<_>>().join(", ")
 }
 
+/// One setting's line, and the file it came from below it.
+fn line(out: &mut String, key: &str, value: String, source: &Source) {
+    let _ = writeln!(out, "  {key:<34} {value}\n  {:<34} ↳ from {source}", "");
+}
+
 /// Each setting with the file it came from, and the paths the rules resolve to.
 fn settings(out: &mut String, c: &Config, g: &Guard) {
-    let line = |out: &mut String, key: &str, value: String, source: &Source| {
-        let _ = writeln!(out, "  {key:<34} {value}\n  {:<34} ↳ from {source}", "");
-    };
     let _ = writeln!(out, "\nSettings:");
     line(
         out,
@@ -97,6 +99,15 @@ fn settings(out: &mut String, c: &Config, g: &Guard) {
     ] {
         line(out, key, list(&s.value), &s.source);
     }
+    switches(out, c);
+    let _ = writeln!(out, "\nResolved:");
+    let _ = writeln!(out, "  unreadable: {}", paths(&mut g.deny_read_paths()));
+    let _ = writeln!(out, "  writable:   {}", paths(&mut g.allow_write_paths()));
+}
+
+/// The settings that are no list (switches, ignoreViolations), and the keys only passed
+/// through: after the lists, as `/sandbox` has always shown them.
+fn switches(out: &mut String, c: &Config) {
     line(
         out,
         "network.allowAllUnixSockets",
@@ -132,9 +143,6 @@ fn settings(out: &mut String, c: &Config, g: &Guard) {
             &v.source,
         );
     }
-    let _ = writeln!(out, "\nResolved:");
-    let _ = writeln!(out, "  unreadable: {}", paths(&mut g.deny_read_paths()));
-    let _ = writeln!(out, "  writable:   {}", paths(&mut g.allow_write_paths()));
 }
 
 /// The table of what is always protected from writes, each place as it is here.

@@ -7,6 +7,7 @@ pub mod env_files;
 pub mod git_config;
 pub mod hooks;
 pub mod index;
+mod index_verify;
 pub(crate) mod protected_links;
 pub mod quarantine;
 pub(crate) mod scan;

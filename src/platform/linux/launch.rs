@@ -9,7 +9,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
 
-use crate::platform::launch::{
+use crate::platform::command::{
     bash_argv, plan_for, script_error, Command, Launch, LaunchError, Setup, Supervisor,
 };
 use crate::platform::linux::bwrap::{self, FdSource, ARGS_FD};
@@ -381,8 +381,8 @@ fn nul_separated(args: &[OsString]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::platform::launch::scan;
-    use crate::platform::launch::tests::{default_guard, setup};
+    use crate::platform::command::scan;
+    use crate::platform::command::tests::{default_guard, setup};
 
     #[test]
     fn options_are_nul_separated_bytes() {

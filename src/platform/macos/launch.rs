@@ -5,7 +5,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::platform::launch::{bash_argv, write_script, write_temp, Launch, LaunchError, Setup};
+use crate::platform::command::{bash_argv, write_script, write_temp, Launch, LaunchError, Setup};
 use crate::platform::macos::seatbelt::{self, SeatbeltPolicy};
 use crate::platform::mounts::{self, FileKind};
 use crate::policy::bash::Network;
@@ -189,8 +189,8 @@ pub fn seatbelt(setup: &Setup, command: &str) -> Result<Launch, LaunchError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::platform::launch::scan;
-    use crate::platform::launch::tests::{default_guard, setup};
+    use crate::platform::command::scan;
+    use crate::platform::command::tests::{default_guard, setup};
 
     #[test]
     fn the_macos_profile_carries_the_same_rules_as_the_guard() {
