@@ -6,16 +6,16 @@
 //! env files, git lookups) → `platform` (each OS's sandbox) and `net` (the proxy) → leaves
 //! (`paths`, `open`, `content`, `process`, `redact`, `shown`, `violations`). docs/architecture.md is the map.
 
-pub(crate) mod content;
+mod content;
 pub mod napi;
-pub mod net;
-pub mod open;
-pub mod paths;
-pub mod platform;
-pub mod policy;
-pub mod process;
-pub mod redact;
-pub mod session;
-pub mod shown;
-pub mod surface;
-pub mod violations;
+mod net;
+mod open;
+mod paths;
+mod platform;
+mod policy;
+mod process;
+mod redact;
+mod session;
+mod shown;
+mod surface;
+mod violations;

@@ -17,7 +17,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
 #[derive(Debug)]
-pub enum OpenError {
+pub(crate) enum OpenError {
     /// A component of the judged path is a symlink now (it was not when judged).
     Changed {
         path: PathBuf,
@@ -215,7 +215,7 @@ fn regular(file: &File, path: &Path) -> Result<std::fs::Metadata, OpenError> {
 }
 
 /// Reads the whole of the canonical path `judged`.
-pub fn read(judged: &Path) -> Result<Vec<u8>, OpenError> {
+pub(crate) fn read(judged: &Path) -> Result<Vec<u8>, OpenError> {
     let fd = open_no_symlinks(judged, libc::O_RDONLY | NO_WAIT, 0).map_err(io_err(judged))?;
     let mut file = File::from(fd);
     regular(&file, judged)?;
@@ -227,7 +227,7 @@ pub fn read(judged: &Path) -> Result<Vec<u8>, OpenError> {
 /// Replaces the content of the canonical path `judged` (created if missing, mode 0666 less
 /// the umask, as pi's own write does). `links_allowed` is the link count the guard saw and
 /// allowed (1 for a new or single-named file): a file that gained a name since is refused.
-pub fn write(judged: &Path, content: &[u8], links_allowed: u64) -> Result<(), OpenError> {
+pub(crate) fn write(judged: &Path, content: &[u8], links_allowed: u64) -> Result<(), OpenError> {
     let fd = open_no_symlinks(judged, libc::O_WRONLY | libc::O_CREAT | NO_WAIT, 0o666)
         .map_err(io_err(judged))?;
     let mut file = File::from(fd);
@@ -244,21 +244,21 @@ pub fn write(judged: &Path, content: &[u8], links_allowed: u64) -> Result<(), Op
 }
 
 /// Whether `judged` can be opened for reading (and writing), without following links.
-pub fn access(judged: &Path, write: bool) -> Result<(), OpenError> {
+pub(crate) fn access(judged: &Path, write: bool) -> Result<(), OpenError> {
     let flags = NO_WAIT | if write { libc::O_RDWR } else { libc::O_RDONLY };
     let fd = open_no_symlinks(judged, flags, 0).map_err(io_err(judged))?;
     regular(&File::from(fd), judged).map(|_| ())
 }
 
 /// The link count of `judged` now (1 when it does not exist), for `write`.
-pub fn link_count(judged: &Path) -> u64 {
+pub(crate) fn link_count(judged: &Path) -> u64 {
     std::fs::symlink_metadata(judged).map_or(1, |m| m.nlink())
 }
 
 /// A handle on the canonical path `judged` for bwrap to mount (`--bind-fd`): `O_PATH`, no
 /// link followed anywhere on the way, and never a symlink itself.
 #[cfg(target_os = "linux")]
-pub fn mount_source(judged: &Path) -> Result<OwnedFd, OpenError> {
+pub(crate) fn mount_source(judged: &Path) -> Result<OwnedFd, OpenError> {
     let fd = open_no_symlinks(judged, libc::O_PATH, 0).map_err(io_err(judged))?;
     // The walk fallback opens a final symlink itself (O_PATH|O_NOFOLLOW): refuse it.
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
@@ -276,7 +276,7 @@ pub fn mount_source(judged: &Path) -> Result<OwnedFd, OpenError> {
 }
 
 /// Creates the canonical directory `judged` and its missing parents, refusing links on the way.
-pub fn mkdir_all(judged: &Path) -> Result<(), OpenError> {
+pub(crate) fn mkdir_all(judged: &Path) -> Result<(), OpenError> {
     let mut done = PathBuf::from("/");
     for c in judged.components() {
         let Component::Normal(name) = c else { continue };

@@ -16,7 +16,7 @@ use unicode_normalization::UnicodeNormalization;
 const MAX_SYMLINK_HOPS: usize = 40;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PathError {
+pub(crate) enum PathError {
     NulByte { path: String },
     Empty,
     SymlinkLoop { path: PathBuf },
@@ -54,7 +54,7 @@ impl std::error::Error for PathError {}
 
 /// Expands `~`, `~/x`, `.` and `./x` (and any relative path) against `home` and `cwd`.
 /// Config entries and tool inputs go through this before canonicalisation.
-pub fn expand(raw: &str, home: &Path, cwd: &Path) -> Result<PathBuf, PathError> {
+pub(crate) fn expand(raw: &str, home: &Path, cwd: &Path) -> Result<PathBuf, PathError> {
     if raw.contains('\0') {
         return Err(PathError::NulByte {
             path: raw.to_string(),
@@ -84,7 +84,7 @@ pub fn expand(raw: &str, home: &Path, cwd: &Path) -> Result<PathBuf, PathError> 
 /// against the directory holding it), `..` pops the *resolved* parent as the kernel does, and
 /// once a component does not exist the rest is applied lexically (nothing below a missing
 /// directory can be a symlink).
-pub fn canonicalize(path: &Path) -> Result<PathBuf, PathError> {
+pub(crate) fn canonicalize(path: &Path) -> Result<PathBuf, PathError> {
     if path.as_os_str().as_encoded_bytes().contains(&0) {
         return Err(PathError::NulByte {
             path: path.display().to_string(),
@@ -177,7 +177,7 @@ fn kernel_resolve(_path: &Path) -> Option<PathBuf> {
 /// ancestor of the result (a symlink inside a masked directory leads out of it, but the
 /// kernel still has to look inside). Empty when no symlink was involved: the cheap check is
 /// whether the result is just the lexical form of the input.
-pub fn canonicalize_traced(path: &Path) -> Result<(PathBuf, Vec<PathBuf>), PathError> {
+pub(crate) fn canonicalize_traced(path: &Path) -> Result<(PathBuf, Vec<PathBuf>), PathError> {
     if !path.as_os_str().as_encoded_bytes().contains(&0) {
         if let Some(p) = link_free(path) {
             return Ok((p, Vec::new()));
@@ -203,7 +203,7 @@ fn canonicalize_by_walk(path: &Path) -> Result<PathBuf, PathError> {
 /// `canonicalize`, plus the name of every symlink the kernel follows on the way (each under
 /// its resolved directory), in the order it meets them: replacing one of them sends the
 /// path elsewhere.
-pub fn symlinks_followed(path: &Path) -> Result<(PathBuf, Vec<PathBuf>), PathError> {
+pub(crate) fn symlinks_followed(path: &Path) -> Result<(PathBuf, Vec<PathBuf>), PathError> {
     let mut links = Vec::new();
     let resolved = walk(path, None, Some(&mut links))?;
     Ok((resolved, links))
@@ -211,7 +211,7 @@ pub fn symlinks_followed(path: &Path) -> Result<(PathBuf, Vec<PathBuf>), PathErr
 
 /// The topmost missing directory on the way to `path`, when more than `path` itself is
 /// missing.
-pub fn first_missing_ancestor(path: &Path) -> Option<PathBuf> {
+pub(crate) fn first_missing_ancestor(path: &Path) -> Option<PathBuf> {
     if std::fs::symlink_metadata(path).is_ok() {
         return None;
     }
@@ -308,7 +308,7 @@ fn io_error(path: &Path, e: io::Error) -> PathError {
 }
 
 /// Expand then canonicalise: the form every rule and every query is compared in.
-pub fn resolve(raw: &str, home: &Path, cwd: &Path) -> Result<PathBuf, PathError> {
+pub(crate) fn resolve(raw: &str, home: &Path, cwd: &Path) -> Result<PathBuf, PathError> {
     canonicalize(&expand(raw, home, cwd)?)
 }
 
@@ -317,7 +317,7 @@ pub fn resolve(raw: &str, home: &Path, cwd: &Path) -> Result<PathBuf, PathError>
 /// symlink, in a directory already canonical, is canonical as it is. One `lstat` per path
 /// then, instead of a resolution each. Only for a moment when the disk does not change.
 #[derive(Default)]
-pub struct Canonicalizer {
+pub(crate) struct Canonicalizer {
     /// Each parent's canonical form, and for the first few the directory held open, to look
     /// names up in it without walking the whole path again.
     parents: std::collections::HashMap<PathBuf, Option<(PathBuf, Option<std::fs::File>)>>,
@@ -341,7 +341,7 @@ const LIST_AFTER: usize = 32;
 const OPEN_PARENTS: usize = 32;
 
 impl Canonicalizer {
-    pub fn canonicalize(&mut self, path: &Path) -> Result<PathBuf, PathError> {
+    pub(crate) fn canonicalize(&mut self, path: &Path) -> Result<PathBuf, PathError> {
         if let (Some(parent), Some(Component::Normal(name))) =
             (path.parent(), path.components().next_back())
         {
@@ -392,7 +392,12 @@ impl Canonicalizer {
     }
 
     /// `resolve`, remembering directories as `canonicalize` does.
-    pub fn resolve(&mut self, raw: &str, home: &Path, cwd: &Path) -> Result<PathBuf, PathError> {
+    pub(crate) fn resolve(
+        &mut self,
+        raw: &str,
+        home: &Path,
+        cwd: &Path,
+    ) -> Result<PathBuf, PathError> {
         self.canonicalize(&expand(raw, home, cwd)?)
     }
 }
@@ -454,7 +459,7 @@ fn is_unicode_space(c: char) -> bool {
 /// one leading `@`, turn unicode spaces into spaces, expand `~` and `~/`; a relative path is
 /// resolved lexically against `cwd`, an absolute one is left alone. Not canonicalised: the
 /// kernel follows links when pi opens it, and so do we after.
-pub fn pi_tool_path(raw: &str, home: &Path, cwd: &Path) -> Result<PathBuf, PathError> {
+pub(crate) fn pi_tool_path(raw: &str, home: &Path, cwd: &Path) -> Result<PathBuf, PathError> {
     let stripped = raw.strip_prefix('@').unwrap_or(raw);
     let normalized: String = stripped
         .chars()
@@ -481,7 +486,7 @@ pub fn pi_tool_path(raw: &str, home: &Path, cwd: &Path) -> Result<PathBuf, PathE
 /// The path pi's read tool opens (`resolveReadPath`): the plain path if it exists, otherwise the
 /// first existing macOS spelling variant (narrow no-break space before AM/PM, NFD, curly
 /// apostrophe, NFD + curly), otherwise the plain path.
-pub fn pi_read_path(raw: &str, home: &Path, cwd: &Path) -> Result<PathBuf, PathError> {
+pub(crate) fn pi_read_path(raw: &str, home: &Path, cwd: &Path) -> Result<PathBuf, PathError> {
     let plain = pi_tool_path(raw, home, cwd)?;
     if exists(&plain) {
         return Ok(plain);
@@ -529,7 +534,7 @@ fn am_pm_variant(text: &str) -> String {
 }
 
 /// Node's `path.resolve` semantics: `.` dropped and `..` popped lexically.
-pub fn lexical_normalize(path: &Path) -> PathBuf {
+pub(crate) fn lexical_normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::from("/");
     for c in path.components() {
         match c {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 /// `PATH`, which may lead into a directory the agent can write (an activated virtualenv's
 /// `bin`), where a planted `bwrap` would run on the host at the next command. NixOS keeps
 /// its system profile (and setuid wrappers) under /run.
-pub const SYSTEM_DIRS: [&str; 7] = [
+pub(crate) const SYSTEM_DIRS: [&str; 7] = [
     "/usr/bin",
     "/bin",
     "/usr/sbin",
@@ -22,7 +22,7 @@ pub const SYSTEM_DIRS: [&str; 7] = [
 /// elsewhere. Set by the user who starts pi, never by the agent (its commands cannot change
 /// pi's environment); a program found in a directory the agent can write is refused at launch
 /// all the same (`session`).
-pub const SYSTEM_DIRS_VAR: &str = "PI_SANDBOX_SYSTEM_DIRS";
+pub(crate) const SYSTEM_DIRS_VAR: &str = "PI_SANDBOX_SYSTEM_DIRS";
 
 pub(crate) fn system_dirs() -> Vec<PathBuf> {
     match std::env::var_os(SYSTEM_DIRS_VAR) {
@@ -34,7 +34,7 @@ pub(crate) fn system_dirs() -> Vec<PathBuf> {
 }
 
 /// `name` in the first system directory that has it as an executable file.
-pub fn system_program(name: &str) -> Option<PathBuf> {
+pub(crate) fn system_program(name: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     system_dirs().iter().map(|d| d.join(name)).find(|p| {
         std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -43,7 +43,7 @@ pub fn system_program(name: &str) -> Option<PathBuf> {
 
 /// Waits for `child` at most `limit`; past it the child is killed and reaped, and the
 /// answer is None. For programs run on the host that must not hold pi up.
-pub fn wait_or_kill(
+pub(crate) fn wait_or_kill(
     child: &mut std::process::Child,
     limit: Duration,
 ) -> std::io::Result<Option<std::process::ExitStatus>> {

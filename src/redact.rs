@@ -29,9 +29,9 @@ pub(crate) const MIN_SECRET_LEN: usize = 8;
 
 /// One value to hide, and the name shown in its place.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Secret {
-    pub name: String,
-    pub value: String,
+pub(crate) struct Secret {
+    pub(crate) name: String,
+    pub(crate) value: String,
 }
 
 /// Up to this many secrets, one automaton's own prefilter is a SIMD search (Teddy); past it
@@ -152,7 +152,7 @@ impl Skipper {
 
 /// The compiled matcher over every secret of a session.
 #[derive(Debug, Clone)]
-pub struct Redactor {
+pub(crate) struct Redactor {
     matcher: Option<Matcher>,
     /// The replacement of each pattern, by pattern index.
     replacements: Vec<Vec<u8>>,
@@ -164,7 +164,7 @@ pub struct Redactor {
 impl Redactor {
     /// A redactor for `secrets`: values under `MIN_SECRET_LEN` bytes are left out; a value
     /// listed under several names is shown under the first.
-    pub fn new(secrets: impl IntoIterator<Item = Secret>) -> Redactor {
+    pub(crate) fn new(secrets: impl IntoIterator<Item = Secret>) -> Redactor {
         let mut by_value: BTreeMap<String, String> = BTreeMap::new();
         for s in secrets {
             if s.value.len() >= MIN_SECRET_LEN {
@@ -189,17 +189,17 @@ impl Redactor {
     }
 
     /// Whether there is nothing to hide (the callers then skip the work entirely).
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.matcher.is_none()
     }
 
     /// The names whose values are hidden (never the values).
-    pub fn names(&self) -> &[String] {
+    pub(crate) fn names(&self) -> &[String] {
         &self.names
     }
 
     /// `text` with every secret replaced; borrowed when there was none.
-    pub fn redact<'a>(&self, text: &'a [u8]) -> Cow<'a, [u8]> {
+    pub(crate) fn redact<'a>(&self, text: &'a [u8]) -> Cow<'a, [u8]> {
         let Some(matcher) = &self.matcher else {
             return Cow::Borrowed(text);
         };
@@ -231,7 +231,7 @@ impl Redactor {
     }
 
     /// `redact` for text.
-    pub fn redact_str<'a>(&self, text: &'a str) -> Cow<'a, str> {
+    pub(crate) fn redact_str<'a>(&self, text: &'a str) -> Cow<'a, str> {
         match self.redact(text.as_bytes()) {
             Cow::Borrowed(_) => Cow::Borrowed(text),
             // Secrets and replacements are whole UTF-8 strings: cutting them out of valid
@@ -250,7 +250,7 @@ impl Redactor {
 /// size, and fresh memory for each (page faults, a new JS buffer's finaliser) cost more than
 /// the search itself.
 #[derive(Debug)]
-pub struct RedactStream {
+pub(crate) struct RedactStream {
     redactor: Arc<Redactor>,
     /// What was held back of the last chunk (a secret could still begin in it), then this
     /// chunk: `buf[..passed]` is what the last `push` passed on.
@@ -264,7 +264,7 @@ pub struct RedactStream {
 const KEPT_CAPACITY: usize = 4 << 20;
 
 impl RedactStream {
-    pub fn new(redactor: Arc<Redactor>) -> RedactStream {
+    pub(crate) fn new(redactor: Arc<Redactor>) -> RedactStream {
         RedactStream {
             redactor,
             buf: Vec::new(),
@@ -275,7 +275,7 @@ impl RedactStream {
 
     /// What of `chunk` (after what was held back before) can be passed on now, redacted.
     /// Valid until the next call.
-    pub fn push<'a>(&'a mut self, chunk: &'a [u8]) -> &'a [u8] {
+    pub(crate) fn push<'a>(&'a mut self, chunk: &'a [u8]) -> &'a [u8] {
         self.buf.drain(..self.passed);
         self.passed = 0;
         self.buf.shrink_to(KEPT_CAPACITY);
@@ -305,7 +305,7 @@ impl RedactStream {
     }
 
     /// The rest, at the end of the stream.
-    pub fn finish(&mut self) -> Vec<u8> {
+    pub(crate) fn finish(&mut self) -> Vec<u8> {
         let held = self.buf.split_off(self.passed);
         self.buf = Vec::new();
         self.out = Vec::new();
@@ -319,7 +319,7 @@ impl RedactStream {
 /// (`apiKey` and `headers`, `models_json_credentials`): its literal value, or the
 /// value of the variable it names; one starting with `!` is a command pi runs, with no value
 /// to know here. Missing or unreadable files give none.
-pub fn pi_file_secrets(agent_dir: &Path, env: &BTreeMap<String, String>) -> Vec<Secret> {
+pub(crate) fn pi_file_secrets(agent_dir: &Path, env: &BTreeMap<String, String>) -> Vec<Secret> {
     let mut out = Vec::new();
     let read = |name: &str| -> Option<serde_json::Value> {
         let text = std::fs::read_to_string(agent_dir.join(name)).ok()?;
@@ -349,7 +349,7 @@ pub fn pi_file_secrets(agent_dir: &Path, env: &BTreeMap<String, String>) -> Vec<
 /// otherwise. A file that is missing or unreadable has none; pi reports its errors itself.
 /// Here, below `policy`, so that `environment` (which drops the variables) and
 /// `pi_file_secrets` (which hides the values) read the file one way.
-pub fn models_json_credentials(agent_dir: &Path) -> Vec<(String, String)> {
+pub(crate) fn models_json_credentials(agent_dir: &Path) -> Vec<(String, String)> {
     let Ok(text) = std::fs::read_to_string(agent_dir.join("models.json")) else {
         return vec![];
     };

@@ -17,38 +17,44 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-pub const FILE_NAME: &str = "sandbox-violations.jsonl";
+pub(crate) const FILE_NAME: &str = "sandbox-violations.jsonl";
 /// Rotated past this size (about 5,000 entries).
-pub const DEFAULT_MAX_BYTES: u64 = 1 << 20;
+pub(crate) const DEFAULT_MAX_BYTES: u64 = 1 << 20;
 
 /// One refusal.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Violation {
+pub(crate) struct Violation {
     /// RFC 3339, UTC.
-    pub time: String,
+    pub(crate) time: String,
     /// `guard` (pi's file tools), `audit` (after a bash command), `sockets` (the unix-socket
     /// supervisor), `network` (the proxy).
-    pub layer: String,
+    pub(crate) layer: String,
     /// What was attempted: `read`, `write`, `connect`, ...
-    pub operation: String,
+    pub(crate) operation: String,
     /// The path or host concerned.
-    pub target: String,
+    pub(crate) target: String,
     /// The rule that refused it.
-    pub rule: String,
+    pub(crate) rule: String,
     /// Where the rule comes from (a config file, built-in defaults), when known.
     #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub source: String,
+    pub(crate) source: String,
     /// The network proxy's entries: `allowed` or `denied` (others are all refusals).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub decision: Option<String>,
+    pub(crate) decision: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host: Option<String>,
+    pub(crate) host: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub port: Option<u16>,
+    pub(crate) port: Option<u16>,
 }
 
 impl Violation {
-    pub fn now(layer: &str, operation: &str, target: &str, rule: &str, source: &str) -> Violation {
+    pub(crate) fn now(
+        layer: &str,
+        operation: &str,
+        target: &str,
+        rule: &str,
+        source: &str,
+    ) -> Violation {
         Violation {
             time: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
             layer: layer.into(),
@@ -63,7 +69,7 @@ impl Violation {
     }
 
     /// A decision of the network proxy about one connection.
-    pub fn network(host: &str, port: u16, allowed: bool, rule: &str) -> Violation {
+    pub(crate) fn network(host: &str, port: u16, allowed: bool, rule: &str) -> Violation {
         let mut v = Violation::now("network", "connect", &format!("{host}:{port}"), rule, "");
         v.decision = Some(if allowed { "allowed" } else { "denied" }.into());
         v.host = Some(host.into());
@@ -73,21 +79,21 @@ impl Violation {
 }
 
 #[derive(Debug, Clone)]
-pub struct ViolationLog {
+pub(crate) struct ViolationLog {
     path: PathBuf,
     max_bytes: u64,
 }
 
 impl ViolationLog {
-    pub fn in_agent_dir(agent_dir: &Path) -> ViolationLog {
+    pub(crate) fn in_agent_dir(agent_dir: &Path) -> ViolationLog {
         ViolationLog::at(agent_dir.join(FILE_NAME), DEFAULT_MAX_BYTES)
     }
 
-    pub fn at(path: PathBuf, max_bytes: u64) -> ViolationLog {
+    pub(crate) fn at(path: PathBuf, max_bytes: u64) -> ViolationLog {
         ViolationLog { path, max_bytes }
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
@@ -99,7 +105,7 @@ impl ViolationLog {
 
     /// Appends `v`. Logging never stands in the way of a decision: a log that cannot be
     /// written (a read-only agent dir) is skipped, and the refusal stands.
-    pub fn append(&self, v: &Violation) {
+    pub(crate) fn append(&self, v: &Violation) {
         let _ = self.try_append(v);
     }
 
@@ -143,7 +149,7 @@ impl ViolationLog {
 
     /// The last `n` entries, oldest first (from the rotated file too when needed). Lines
     /// that are not entries (a torn write, a hand edit) are skipped.
-    pub fn recent(&self, n: usize) -> Vec<Violation> {
+    pub(crate) fn recent(&self, n: usize) -> Vec<Violation> {
         let read = |p: &Path| -> Vec<Violation> {
             let Ok(f) = File::open(p) else {
                 return vec![];

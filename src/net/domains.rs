@@ -16,7 +16,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// A canonical host.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Host {
+pub(crate) enum Host {
     /// Lower-case ASCII (punycode), no trailing dot.
     Name(String),
     Ip(IpAddr),
@@ -44,7 +44,7 @@ impl Host {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HostError {
+pub(crate) enum HostError {
     Empty,
     /// A control character, NUL or whitespace.
     Control,
@@ -81,7 +81,7 @@ fn parse_v6(text: &str) -> Result<Host, HostError> {
 }
 
 /// Canonicalises a host as a client would have meant it (see the module doc).
-pub fn parse_host(raw: &str) -> Result<Host, HostError> {
+pub(crate) fn parse_host(raw: &str) -> Result<Host, HostError> {
     if raw.chars().any(|c| c.is_control() || c.is_whitespace()) {
         return Err(HostError::Control);
     }
@@ -129,7 +129,7 @@ pub fn parse_host(raw: &str) -> Result<Host, HostError> {
 }
 
 /// `host[:port]` or `[v6][:port]`, as in a CONNECT request or a Host header.
-pub fn parse_authority(raw: &str) -> Result<(Host, Option<u16>), HostError> {
+pub(crate) fn parse_authority(raw: &str) -> Result<(Host, Option<u16>), HostError> {
     let (host, port) = if let Some(rest) = raw.strip_prefix('[') {
         match rest.split_once(']') {
             Some((v6, "")) => (&raw[..v6.len() + 2], None),
@@ -199,13 +199,13 @@ impl Pattern {
 }
 
 /// Checks one allowedDomains / deniedDomains entry (`host`, `*.domain`, an IP address).
-pub fn check_entry(entry: &str) -> Result<(), HostError> {
+pub(crate) fn check_entry(entry: &str) -> Result<(), HostError> {
     Pattern::parse(entry).map(|_| ())
 }
 
 /// What the filter says about a host.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Listed in allowedDomains (the entry that matched).
     Allowed(String),
     /// Listed in deniedDomains (the entry): refused, never asked about.
@@ -216,21 +216,21 @@ pub enum Verdict {
 
 /// allowedDomains and deniedDomains, compiled.
 #[derive(Debug, Clone, Default)]
-pub struct DomainFilter {
+pub(crate) struct DomainFilter {
     allowed: Vec<Pattern>,
     denied: Vec<Pattern>,
 }
 
 /// An entry that is no host pattern: which list, which entry, why.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EntryError {
-    pub key: &'static str,
-    pub index: usize,
-    pub error: HostError,
+pub(crate) struct EntryError {
+    pub(crate) key: &'static str,
+    pub(crate) index: usize,
+    pub(crate) error: HostError,
 }
 
 impl DomainFilter {
-    pub fn new(allowed: &[String], denied: &[String]) -> Result<DomainFilter, EntryError> {
+    pub(crate) fn new(allowed: &[String], denied: &[String]) -> Result<DomainFilter, EntryError> {
         let compile = |key: &'static str, list: &[String]| {
             list.iter()
                 .enumerate()
@@ -246,7 +246,7 @@ impl DomainFilter {
     }
 
     /// deniedDomains' IP entries (no name may lead to them either).
-    pub fn denied_ips(&self) -> Vec<IpAddr> {
+    pub(crate) fn denied_ips(&self) -> Vec<IpAddr> {
         self.denied
             .iter()
             .filter_map(|p| match p.host {
@@ -257,7 +257,7 @@ impl DomainFilter {
     }
 
     /// Deny wins; then allow; else unlisted (an empty allow list allows nothing).
-    pub fn decide(&self, host: &Host) -> Verdict {
+    pub(crate) fn decide(&self, host: &Host) -> Verdict {
         if let Some(p) = self.denied.iter().find(|p| p.matches(host)) {
             return Verdict::Denied(p.entry.clone());
         }

@@ -20,7 +20,7 @@ use super::proxy::{self, Decision, Reach, Resolve, Server};
 use crate::violations::{Violation, ViolationLog};
 
 /// Hosts one command may ask the user about; the rest are refused without asking.
-pub const MAX_QUESTIONS: usize = 8;
+pub(crate) const MAX_QUESTIONS: usize = 8;
 /// Blocked hosts named after a command; the rest are counted.
 const MAX_NOTES: usize = 10;
 /// Network decisions logged per command; then one line says how many more there were.
@@ -28,15 +28,15 @@ const MAX_LOGGED: usize = 1000;
 
 /// What the gate knows from the config and the approvals store.
 #[derive(Debug, Clone, Default)]
-pub struct Rules {
-    pub filter: DomainFilter,
+pub(crate) struct Rules {
+    pub(crate) filter: DomainFilter,
     /// Hosts the user allowed from a prompt, each with how (for the log).
-    pub granted: Vec<(Host, String)>,
+    pub(crate) granted: Vec<(Host, String)>,
 }
 
 /// The rules' answer for a host, before anyone is asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Judgement {
+pub(crate) enum Judgement {
     /// The rule that allows it; `exact`: an allowedDomains entry names this very host (not
     /// a wildcard, not a prompt's answer), so it may lead to non-public addresses.
     Allowed {
@@ -51,7 +51,7 @@ pub enum Judgement {
 impl Rules {
     /// deniedDomains first (deny wins, over grants too), then allowedDomains, then the user's
     /// grants.
-    pub fn judge(&self, host: &Host) -> Judgement {
+    pub(crate) fn judge(&self, host: &Host) -> Judgement {
         match self.filter.decide(host) {
             Verdict::Denied(entry) => Judgement::Denied(format!("network.deniedDomains {entry:?}")),
             Verdict::Allowed(entry) => Judgement::Allowed {
@@ -70,7 +70,7 @@ impl Rules {
 
     /// Whether the host's own loopback is allowed (`localhost`, 127.0.0.1 or ::1 listed):
     /// then a request for it must reach the proxy, not the sandbox's empty loopback.
-    pub fn allows_host_loopback(&self) -> bool {
+    pub(crate) fn allows_host_loopback(&self) -> bool {
         matches!(
             self.judge(&Host::Name("localhost".into())),
             Judgement::Allowed { .. }
@@ -80,7 +80,7 @@ impl Rules {
 
 /// The value of `NO_PROXY` for a filtered command: the sandbox's own loopback (servers the
 /// command starts itself), unless the host's loopback is allowed, which only the proxy reaches.
-pub fn no_proxy(rules: &Rules) -> &'static str {
+pub(crate) fn no_proxy(rules: &Rules) -> &'static str {
     if rules.allows_host_loopback() {
         ""
     } else {
@@ -100,18 +100,18 @@ fn is_local(host: &Host) -> bool {
 /// A question for the user about one host, as plain data: the session words the prompt
 /// (it knows the config files an answer writes to).
 #[derive(Debug, Clone)]
-pub struct Question {
-    pub host: String,
-    pub port: u16,
+pub(crate) struct Question {
+    pub(crate) host: String,
+    pub(crate) port: u16,
     /// The host is on this machine or its local network (`is_local`): the prompt says so.
-    pub local: bool,
+    pub(crate) local: bool,
     /// Set when the command is over: the question is withdrawn (answered at once).
-    pub withdrawn: Arc<AtomicBool>,
+    pub(crate) withdrawn: Arc<AtomicBool>,
 }
 
 /// The user's answer to a question.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reply {
+pub(crate) enum Reply {
     /// Allowed for good: the config file holds the host now (grantDomain).
     Saved,
     /// Allowed for the rest of this session, in memory only.
@@ -124,9 +124,9 @@ pub enum Reply {
 }
 
 /// Asks the user and waits for the answer.
-pub type Asker = Arc<dyn Fn(&Question) -> Reply + Send + Sync>;
+pub(crate) type Asker = Arc<dyn Fn(&Question) -> Reply + Send + Sync>;
 
-pub struct Gate {
+pub(crate) struct Gate {
     rules: RwLock<Rules>,
     /// deniedDomains' IP entries: no name may lead there either.
     denied_ips: RwLock<Arc<Vec<IpAddr>>>,
@@ -145,7 +145,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Gate {
-    pub fn new(log: ViolationLog, resolve: Resolve) -> Gate {
+    pub(crate) fn new(log: ViolationLog, resolve: Resolve) -> Gate {
         Gate {
             rules: RwLock::new(Rules::default()),
             denied_ips: RwLock::default(),
@@ -157,7 +157,7 @@ impl Gate {
         }
     }
 
-    pub fn set_rules(&self, mut rules: Rules) {
+    pub(crate) fn set_rules(&self, mut rules: Rules) {
         // Held until the rules are in place: a host allowed meanwhile is not lost with the
         // rules it was added to.
         let session_hosts = lock(&self.session_hosts);
@@ -169,11 +169,11 @@ impl Gate {
         *self.rules.write().unwrap_or_else(|e| e.into_inner()) = rules;
     }
 
-    pub fn rules(&self) -> Rules {
+    pub(crate) fn rules(&self) -> Rules {
         self.rules.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    pub fn judge(&self, host: &Host) -> Judgement {
+    pub(crate) fn judge(&self, host: &Host) -> Judgement {
         self.rules
             .read()
             .unwrap_or_else(|e| e.into_inner())
@@ -181,18 +181,18 @@ impl Gate {
     }
 
     /// `NO_PROXY` for a filtered command under the rules as they are now (see `no_proxy`).
-    pub fn no_proxy(&self) -> &'static str {
+    pub(crate) fn no_proxy(&self) -> &'static str {
         no_proxy(&self.rules.read().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Who answers questions from now on (None: nobody; unlisted hosts are refused).
-    pub fn set_asker(&self, asker: Option<Asker>) {
+    pub(crate) fn set_asker(&self, asker: Option<Asker>) {
         *self.asker.write().unwrap_or_else(|e| e.into_inner()) = asker;
     }
 
     /// Allows `host` for the rest of this session, in memory only (as a write allowed for
     /// this session is): the next command and every reload of the rules keep it.
-    pub fn allow_for_session(&self, host: &Host) {
+    pub(crate) fn allow_for_session(&self, host: &Host) {
         let mut hosts = lock(&self.session_hosts);
         if !hosts.contains(host) {
             hosts.push(host.clone());
@@ -253,7 +253,7 @@ impl Drop for Answered<'_> {
 }
 
 /// One filtered command's side of the gate.
-pub struct CommandNet {
+pub(crate) struct CommandNet {
     gate: Arc<Gate>,
     seen: Mutex<Seen>,
     server: Mutex<Option<Server>>,
@@ -269,7 +269,7 @@ impl std::fmt::Debug for CommandNet {
 }
 
 impl CommandNet {
-    pub fn new(gate: Arc<Gate>) -> Arc<CommandNet> {
+    pub(crate) fn new(gate: Arc<Gate>) -> Arc<CommandNet> {
         Arc::new(CommandNet {
             gate,
             seen: Mutex::default(),
@@ -280,7 +280,7 @@ impl CommandNet {
 
     /// Serves `listener` (the command's way out) as the proxy, judged by this command's gate.
     /// After `finish` the listener is just closed.
-    pub fn serve(self: &Arc<Self>, listener: TcpListener) -> std::io::Result<()> {
+    pub(crate) fn serve(self: &Arc<Self>, listener: TcpListener) -> std::io::Result<()> {
         // Under the lock `finish` takes the server with: either it stops this one, or this
         // one sees that it came too late.
         let mut server = lock(&self.server);
@@ -308,7 +308,7 @@ impl CommandNet {
     /// Serves a new listener on the host's 127.0.0.1 (an ephemeral port, returned): the way
     /// out where there are no network namespaces (macOS, where the profile allows only this
     /// port), and for tools and benchmarks.
-    pub fn serve_loopback(self: &Arc<Self>) -> std::io::Result<u16> {
+    pub(crate) fn serve_loopback(self: &Arc<Self>) -> std::io::Result<u16> {
         let listener = TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))?;
         let port = listener.local_addr()?.port();
         self.serve(listener)?;
@@ -316,7 +316,7 @@ impl CommandNet {
     }
 
     /// The decision about one connection to `host:port`; logged.
-    pub fn decide(&self, host: &Host, port: u16) -> Decision {
+    pub(crate) fn decide(&self, host: &Host, port: u16) -> Decision {
         let (outcome, rule) = match self.gate.judge(host) {
             Judgement::Allowed { rule, exact } => (Ok(exact), rule),
             Judgement::Denied(rule) => (
@@ -469,7 +469,7 @@ impl CommandNet {
     /// After the command: stops its proxy (the listener and every connection still open),
     /// withdraws a question still being asked, and returns a sentence per host that was
     /// blocked, with how to allow it.
-    pub fn finish(&self) -> Vec<String> {
+    pub(crate) fn finish(&self) -> Vec<String> {
         self.finished.store(true, Ordering::SeqCst);
         if let Some(server) = lock(&self.server).take() {
             server.stop();

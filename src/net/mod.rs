@@ -3,7 +3,7 @@
 //! moves an allowed connection's bytes; `gate` the session's decisions (rules, the user's
 //! answers, the log) and each filtered command's share of them.
 
-pub mod domains;
-pub mod gate;
-pub mod proxy;
+pub(crate) mod domains;
+pub(crate) mod gate;
+pub(crate) mod proxy;
 pub(crate) mod relay;

@@ -29,18 +29,18 @@ use super::relay::relay;
 
 /// Which addresses an allowed host may be connected at.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Reach {
+pub(crate) struct Reach {
     /// Also loopback, private, link-local and other non-public addresses: the user named
     /// this host exactly. Otherwise (a wildcard, a prompt's answer) only public ones: the
     /// name's DNS is not the user's to trust, and could point it at their own services.
-    pub private: bool,
+    pub(crate) private: bool,
     /// Addresses deniedDomains lists: never connected to, whatever name leads there.
-    pub denied: Arc<Vec<IpAddr>>,
+    pub(crate) denied: Arc<Vec<IpAddr>>,
 }
 
 /// What `decide` says about one connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     Allow(Reach),
     /// Refused; the reason goes back to the client (and so to the model).
     Deny(String),
@@ -48,12 +48,12 @@ pub enum Decision {
 
 /// Judges a canonical host and port (filter, prompt, log: the caller's). May block (a
 /// prompt): it runs on the connection's own thread.
-pub type Decide = Arc<dyn Fn(&Host, u16) -> Decision + Send + Sync>;
+pub(crate) type Decide = Arc<dyn Fn(&Host, u16) -> Decision + Send + Sync>;
 /// Resolves a canonical host to addresses (the system resolver; tests inject one).
-pub type Resolve = Arc<dyn Fn(&Host, u16) -> io::Result<Vec<SocketAddr>> + Send + Sync>;
+pub(crate) type Resolve = Arc<dyn Fn(&Host, u16) -> io::Result<Vec<SocketAddr>> + Send + Sync>;
 
 /// The system resolver.
-pub fn system_resolver() -> Resolve {
+pub(crate) fn system_resolver() -> Resolve {
     Arc::new(|host: &Host, port: u16| match host {
         Host::Ip(ip) => Ok(vec![SocketAddr::new(*ip, port)]),
         Host::Name(name) => Ok((name.as_str(), port).to_socket_addrs()?.collect()),
@@ -69,7 +69,7 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Connections one command may hold open at once; more are closed at once (each costs two
 /// threads and two pipes in pi's process).
-pub const MAX_CONNECTIONS: usize = 256;
+pub(crate) const MAX_CONNECTIONS: usize = 256;
 
 /// The sockets of the connections being served, to cut them all when the command ends.
 struct Open {
@@ -136,7 +136,7 @@ impl Open {
 }
 
 /// A listener being served. Dropping it does not stop it: call `stop`.
-pub struct Server {
+pub(crate) struct Server {
     /// Written to (or closed) to wake the accept loop for good.
     wake: UnixStream,
     open: Arc<Open>,
@@ -145,7 +145,7 @@ pub struct Server {
 
 impl Server {
     /// Stops accepting, closes the listener and cuts every connection still open.
-    pub fn stop(mut self) {
+    pub(crate) fn stop(mut self) {
         let _ = self.wake.write_all(b"x");
         let _ = self.wake.shutdown(Shutdown::Both);
         if let Some(t) = self.thread.take() {
@@ -156,7 +156,7 @@ impl Server {
 }
 
 /// Serves `listener` on a thread of its own until `Server::stop`.
-pub fn serve(listener: TcpListener, decide: Decide, resolve: Resolve) -> io::Result<Server> {
+pub(crate) fn serve(listener: TcpListener, decide: Decide, resolve: Resolve) -> io::Result<Server> {
     let (wake, woken) = UnixStream::pair()?;
     let open = Arc::new(Open::new());
     let served = open.clone();
@@ -421,7 +421,7 @@ fn connect(host: &Host, port: u16, reach: &Reach, resolve: &Resolve) -> Result<T
 
 /// The IPv4 address inside an IPv4-mapped, IPv4-compatible or NAT64 (64:ff9b::/96) IPv6
 /// address; others as they are.
-pub fn unwrapped(ip: IpAddr) -> IpAddr {
+pub(crate) fn unwrapped(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V6(a) => {
             let s = a.segments();
@@ -441,7 +441,7 @@ pub fn unwrapped(ip: IpAddr) -> IpAddr {
 
 /// Whether `ip` is a public unicast address (not loopback, private, shared, link-local,
 /// multicast, reserved, documentation or benchmarking).
-pub fn is_public(ip: IpAddr) -> bool {
+pub(crate) fn is_public(ip: IpAddr) -> bool {
     match unwrapped(ip) {
         IpAddr::V4(a) => {
             let o = a.octets();

@@ -22,14 +22,14 @@ use crate::net::gate::CommandNet;
 use crate::open::OpenError;
 use crate::platform::linux::bwrap::BwrapError;
 #[cfg(target_os = "linux")]
-pub use crate::platform::linux::supervisor::{AllowedSocket, Refusal, Supervisor};
+pub(crate) use crate::platform::linux::supervisor::{AllowedSocket, Refusal, Supervisor};
 use crate::platform::mounts::{self, Facts, MountPlan};
 use crate::policy::bash::{Features, Network};
 use crate::policy::guard::Guard;
 use crate::surface::scan::{scan_protected, scanned_roots, Scan};
 
 #[derive(Debug)]
-pub enum LaunchError {
+pub(crate) enum LaunchError {
     Script {
         dir: PathBuf,
         message: String,
@@ -98,33 +98,33 @@ impl From<BwrapError> for LaunchError {
 /// A ready-to-run sandboxed command.
 #[derive(Debug)]
 pub struct Launch {
-    pub program: PathBuf,
+    pub(crate) program: PathBuf,
     /// What to spawn `program` with.
-    pub args: Vec<OsString>,
+    pub(crate) args: Vec<OsString>,
     /// All of bwrap's arguments, options included, for display.
-    pub shown: Vec<OsString>,
+    pub(crate) shown: Vec<OsString>,
     /// The files the child must get as fds 3, 4, ... in this order.
-    pub fds: Vec<OwnedFd>,
+    pub(crate) fds: Vec<OwnedFd>,
     /// Temp files of this run (the macOS profile and script), removed after it.
-    pub temp_files: Vec<PathBuf>,
+    pub(crate) temp_files: Vec<PathBuf>,
     /// Protected directories that did not exist, created empty as mount points and kept:
     /// removing one while another sandbox has it mounted would lift that sandbox's protection
     /// (the kernel detaches mounts in other namespaces on rmdir). An empty directory is
     /// invisible to git and builds.
-    pub placeholders: Vec<PathBuf>,
+    pub(crate) placeholders: Vec<PathBuf>,
     /// Environment variables the spawner must not pass (bwrap unsets them as well).
-    pub unset_env: Vec<String>,
+    pub(crate) unset_env: Vec<String>,
     /// The thread judging the command's `connect` and `bind` calls (bwrap on Linux).
-    pub supervisor: Option<Supervisor>,
+    pub(crate) supervisor: Option<Supervisor>,
     /// Environment variables the spawner must set (sandbox-exec; bwrap sets its own).
-    pub set_env: Vec<(String, String)>,
+    pub(crate) set_env: Vec<(String, String)>,
     /// The command's proxy (filtered network): stopped when the command is over.
-    pub net: Option<Arc<CommandNet>>,
+    pub(crate) net: Option<Arc<CommandNet>>,
 }
 
 impl Launch {
     /// Removes the temp files (after the run, or for a launch that will not run).
-    pub fn discard(&self) {
+    pub(crate) fn discard(&self) {
         for f in &self.temp_files {
             let _ = std::fs::remove_file(f);
         }
@@ -132,7 +132,7 @@ impl Launch {
 }
 
 /// Writes `command` to `<dir>/pi-bash-<pid>-<ms>-<rand>.sh`, mode 0700.
-pub fn write_script(dir: &Path, command: &str) -> Result<PathBuf, LaunchError> {
+pub(crate) fn write_script(dir: &Path, command: &str) -> Result<PathBuf, LaunchError> {
     write_temp(dir, "pi-bash", ".sh", command.as_bytes())
 }
 
@@ -169,12 +169,17 @@ pub(crate) fn write_temp(
 
 /// What the guard keeps read-only in bash's writable trees, found now (the mount plan binds
 /// it; the audit after a command compares against it).
-pub fn scan(guard: &Guard) -> Scan {
+pub(crate) fn scan(guard: &Guard) -> Scan {
     scan_protected(guard, &scanned_roots(guard))
 }
 
 /// The mount plan for `guard` as the disk is now; `scan` comes from `scan`.
-pub fn plan_for(guard: &Guard, network: Network, script: Option<&Path>, scan: &Scan) -> MountPlan {
+pub(crate) fn plan_for(
+    guard: &Guard,
+    network: Network,
+    script: Option<&Path>,
+    scan: &Scan,
+) -> MountPlan {
     let facts = Facts {
         kind_of: &mounts::kind_on_disk,
         scan,
@@ -202,43 +207,43 @@ pub(crate) fn bash_argv(script: &Path) -> Vec<OsString> {
 }
 
 /// What every launch is built from.
-pub struct Setup<'a> {
-    pub guard: &'a Guard,
+pub(crate) struct Setup<'a> {
+    pub(crate) guard: &'a Guard,
     /// The sandbox program (bwrap or sandbox-exec).
-    pub program: &'a Path,
+    pub(crate) program: &'a Path,
     /// What that bwrap can do beyond its basics.
-    pub features: Features,
+    pub(crate) features: Features,
     /// Environment variables the command does not get (secrets, see `environment`).
-    pub unset_env: &'a [String],
+    pub(crate) unset_env: &'a [String],
     /// Environment variables set for the command (cache directories moved into its /tmp).
-    pub set_env: &'a [(String, String)],
+    pub(crate) set_env: &'a [(String, String)],
     /// Unix sockets outside the sandbox it may connect to.
-    pub sockets: &'a Sockets,
+    pub(crate) sockets: &'a Sockets,
     /// The policy's decision for this command.
-    pub network: Network,
+    pub(crate) network: Network,
     /// The command's side of the network gate (filtered network only).
-    pub net: Option<&'a Arc<CommandNet>>,
+    pub(crate) net: Option<&'a Arc<CommandNet>>,
     /// Where temp files go (the host's TMPDIR).
-    pub tmp_dir: &'a Path,
+    pub(crate) tmp_dir: &'a Path,
     /// What the guard keeps read-only in bash's writable trees, found now.
-    pub scan: &'a Scan,
+    pub(crate) scan: &'a Scan,
 }
 
 /// `network.allowUnixSockets` resolved for one command, and `allowAllUnixSockets`.
 #[derive(Debug, Clone, Default)]
-pub struct Sockets {
-    pub allowed: Vec<AllowedSocket>,
-    pub allow_all: bool,
+pub(crate) struct Sockets {
+    pub(crate) allowed: Vec<AllowedSocket>,
+    pub(crate) allow_all: bool,
 }
 
 /// For launches that are not bwrap's.
-pub const NO_BWRAP_FEATURES: Features = Features {
+pub(crate) const NO_BWRAP_FEATURES: Features = Features {
     disable_userns: false,
 };
 
 /// What runs inside the sandbox.
 #[derive(Debug, Clone, Copy)]
-pub enum Command<'a> {
+pub(crate) enum Command<'a> {
     /// A shell command for `bash -l`, passed as a script.
     Shell(&'a str),
     /// An argv run as given (the CLI's `run -- CMD ARGS`): no shell, no script.
@@ -249,23 +254,23 @@ pub enum Command<'a> {
 
 #[cfg(not(target_os = "linux"))]
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AllowedSocket;
+pub(crate) struct AllowedSocket;
 
 /// No supervisor outside Linux.
 #[cfg(not(target_os = "linux"))]
 #[derive(Debug)]
-pub struct Supervisor;
+pub(crate) struct Supervisor;
 
 #[cfg(not(target_os = "linux"))]
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    pub socket: String,
-    pub message: String,
+pub(crate) struct Refusal {
+    pub(crate) socket: String,
+    pub(crate) message: String,
 }
 
 #[cfg(not(target_os = "linux"))]
 impl Supervisor {
-    pub fn finish(self) -> Vec<Refusal> {
+    pub(crate) fn finish(self) -> Vec<Refusal> {
         vec![]
     }
 }

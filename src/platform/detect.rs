@@ -16,7 +16,7 @@ use crate::process::{system_dirs, system_program, wait_or_kill};
 static DETECTED: OnceCell<Capability> = OnceCell::new();
 
 /// The platform's sandbox, probed once per process.
-pub fn detect() -> Capability {
+pub(crate) fn detect() -> Capability {
     DETECTED.get_or_init(detect_uncached).clone()
 }
 

@@ -4,7 +4,7 @@
 //! Each OS's launch lives in its folder (`linux::launch`, `macos::launch`); what they share
 //! is in `command` (named from here too, as callers always did); this file picks between them.
 
-pub use crate::platform::command::{
+pub(crate) use crate::platform::command::{
     scan, Command, Launch, LaunchError, Refusal, Setup, Sockets, Supervisor, NO_BWRAP_FEATURES,
 };
 
@@ -13,12 +13,12 @@ pub use crate::platform::command::{
 // only on Linux.
 
 #[cfg(target_os = "linux")]
-pub use crate::platform::linux::launch::bwrap;
-pub use crate::platform::macos::launch::seatbelt;
+pub(crate) use crate::platform::linux::launch::bwrap;
+pub(crate) use crate::platform::macos::launch::seatbelt;
 
 /// No bwrap launch outside Linux: refused as on a machine without the kernel filter.
 #[cfg(not(target_os = "linux"))]
-pub fn bwrap(_setup: &Setup, _command: Command) -> Result<Launch, LaunchError> {
+pub(crate) fn bwrap(_setup: &Setup, _command: Command) -> Result<Launch, LaunchError> {
     Err(LaunchError::Seccomp(
         crate::platform::linux::seccomp::SeccompError::UnsupportedArch(std::env::consts::OS.into()),
     ))

@@ -15,7 +15,7 @@ use crate::policy::protected::{is_under, Keep, Place, TABLE};
 use crate::surface::scan::{allow_write_roots, Scan};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum MountKind {
+pub(crate) enum MountKind {
     Writable,
     ReadOnly,
     /// An empty read-only tmpfs over a denied directory.
@@ -25,27 +25,27 @@ pub enum MountKind {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Mount {
-    pub path: PathBuf,
-    pub kind: MountKind,
+pub(crate) struct Mount {
+    pub(crate) path: PathBuf,
+    pub(crate) kind: MountKind,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MountPlan {
-    pub cwd: PathBuf,
+pub(crate) struct MountPlan {
+    pub(crate) cwd: PathBuf,
     /// In mount order: a deeper path comes after its parents and so wins.
-    pub mounts: Vec<Mount>,
+    pub(crate) mounts: Vec<Mount>,
     /// Protected directories that do not exist yet: created empty (and kept) as mount points
     /// so the command cannot create them.
-    pub placeholders: Vec<PathBuf>,
-    pub network: Network,
+    pub(crate) placeholders: Vec<PathBuf>,
+    pub(crate) network: Network,
     /// Where the command's script appears inside the sandbox (in its private /tmp, read-only,
     /// added after the tmpfs so it stays visible).
-    pub script: Option<PathBuf>,
+    pub(crate) script: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileKind {
+pub(crate) enum FileKind {
     Dir,
     File,
     /// A symlink: never a mount source or destination (bwrap would follow it, to where the
@@ -55,10 +55,10 @@ pub enum FileKind {
 }
 
 /// What `plan` needs to know about the disk.
-pub struct Facts<'a> {
-    pub kind_of: &'a dyn Fn(&Path) -> FileKind,
+pub(crate) struct Facts<'a> {
+    pub(crate) kind_of: &'a dyn Fn(&Path) -> FileKind,
     /// What `scan_protected` found in the writable trees.
-    pub scan: &'a Scan,
+    pub(crate) scan: &'a Scan,
 }
 
 /// /tmp is a private tmpfs inside the sandbox: a host path below it is visible there only
@@ -71,7 +71,7 @@ fn under_tmp(p: &Path) -> bool {
 /// dropped): allowWrite (a linked worktree's git dirs included), less the entries the guard
 /// protects themselves (an allowWrite directory inside a denyWrite match or a `.pi`: the
 /// guard refuses writes there, so bash must not get them). Read-only mode has none.
-pub fn writable_roots(guard: &Guard) -> Vec<PathBuf> {
+pub(crate) fn writable_roots(guard: &Guard) -> Vec<PathBuf> {
     if guard.mode().value == Mode::ReadOnly {
         return vec![];
     }
@@ -100,7 +100,12 @@ impl Disk<'_> {
     }
 }
 
-pub fn plan(guard: &Guard, facts: &Facts, network: Network, script: Option<&Path>) -> MountPlan {
+pub(crate) fn plan(
+    guard: &Guard,
+    facts: &Facts,
+    network: Network,
+    script: Option<&Path>,
+) -> MountPlan {
     let env = guard.env();
     let disk = Disk {
         kind_of: facts.kind_of,
@@ -380,7 +385,7 @@ fn masks(guard: &Guard, facts: &Facts, disk: &Disk, mounts: &[Mount]) -> Vec<Mou
 }
 
 /// The kind of `p` on disk, not following a final symlink (rule paths are canonical).
-pub fn kind_on_disk(p: &Path) -> FileKind {
+pub(crate) fn kind_on_disk(p: &Path) -> FileKind {
     match std::fs::symlink_metadata(p) {
         Ok(m) if m.is_dir() => FileKind::Dir,
         Ok(m) if m.file_type().is_symlink() => FileKind::Link,

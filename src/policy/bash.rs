@@ -11,12 +11,13 @@ use crate::policy::guard::ApprovalMode;
 pub struct Features {
     /// `--disable-userns` (bubblewrap 0.8+): no new user namespaces inside, enforced by the
     /// kernel's namespace limit as well as by the seccomp filter.
-    pub disable_userns: bool,
+    pub(crate) disable_userns: bool,
 }
 
 /// Which OS sandbox works here, as `platform::detect` finds it; owned here, where it is
 /// decided on, so that the policy needs nothing of the platform.
 #[derive(Debug, Clone, PartialEq, Eq)]
+// `pub`, not `pub(crate)`: an N-API task's output (napi/), which napi-rs declares public.
 pub enum Capability {
     Bwrap {
         program: PathBuf,
@@ -32,7 +33,7 @@ pub enum Capability {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Network {
+pub(crate) enum Network {
     /// The host's network, unfiltered: an explicit user choice.
     On,
     /// No network: an empty network namespace.
@@ -43,7 +44,7 @@ pub enum Network {
 }
 
 impl Network {
-    pub fn parse(s: &str) -> Option<Network> {
+    pub(crate) fn parse(s: &str) -> Option<Network> {
         match s {
             "on" => Some(Network::On),
             "off" => Some(Network::Off),
@@ -52,7 +53,7 @@ impl Network {
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Network::On => "on",
             Network::Off => "off",
@@ -61,13 +62,13 @@ impl Network {
     }
 
     /// Whether the command gets a network namespace of its own (no host interface in it).
-    pub fn own_namespace(self) -> bool {
+    pub(crate) fn own_namespace(self) -> bool {
         self != Network::On
     }
 
     /// The mode when the user asked for none (`--sandbox-network` unset): filtered when the
     /// config lists domains, else off. Never on: that takes an explicit choice.
-    pub fn default_for(lists_domains: bool) -> Network {
+    pub(crate) fn default_for(lists_domains: bool) -> Network {
         if lists_domains {
             Network::Filtered
         } else {
@@ -77,13 +78,13 @@ impl Network {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Adapter {
+pub(crate) enum Adapter {
     Bwrap,
     Seatbelt,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BashDecision {
+pub(crate) enum BashDecision {
     /// Run inside the OS sandbox.
     Sandboxed { adapter: Adapter, network: Network },
     /// Run as is: the user turned protection off (`enabled: false`, yolo, `--no-sandbox`).
@@ -95,19 +96,19 @@ pub enum BashDecision {
     Denied { reason: String },
 }
 
-pub struct BashRequest<'a> {
-    pub capability: &'a Capability,
+pub(crate) struct BashRequest<'a> {
+    pub(crate) capability: &'a Capability,
     /// `enabled` from the config; false is an explicit user choice.
-    pub enabled: bool,
-    pub mode: Mode,
-    pub network: Network,
+    pub(crate) enabled: bool,
+    pub(crate) mode: Mode,
+    pub(crate) network: Network,
     /// `PI_SANDBOX_APPROVAL_MODE`: what happens when no OS sandbox works.
-    pub approval: ApprovalMode,
+    pub(crate) approval: ApprovalMode,
     /// How the user already allowed this command to run unsandboxed, if they did.
-    pub approved: Option<String>,
+    pub(crate) approved: Option<String>,
 }
 
-pub fn decide(req: &BashRequest) -> BashDecision {
+pub(crate) fn decide(req: &BashRequest) -> BashDecision {
     if !req.enabled {
         return BashDecision::Unsandboxed {
             reason: "the sandbox is disabled in the config (enabled: false)".into(),

@@ -21,7 +21,7 @@ use crate::shown;
 
 impl Config {
     /// The built-in defaults for `env`: lists the other projects' transcript directories.
-    pub fn defaults_for(env: &Env) -> Config {
+    pub(crate) fn defaults_for(env: &Env) -> Config {
         let other_sessions = crate::policy::credentials::other_sessions(env);
         Config::defaults(crate::policy::credentials::defaults(
             &env.agent_dir,
@@ -32,7 +32,7 @@ impl Config {
 
 /// What can go wrong with a config file. Every variant names the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ConfigError {
+pub(crate) enum ConfigError {
     Read {
         file: PathBuf,
         message: String,
@@ -52,7 +52,7 @@ pub enum ConfigError {
 
 impl ConfigError {
     /// Stable code for the JS side.
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             ConfigError::Read { .. } => "E_CONFIG_READ",
             ConfigError::Parse { .. } => "E_CONFIG_PARSE",
@@ -60,7 +60,7 @@ impl ConfigError {
         }
     }
 
-    pub fn file(&self) -> &Path {
+    pub(crate) fn file(&self) -> &Path {
         match self {
             ConfigError::Read { file, .. }
             | ConfigError::Parse { file, .. }
@@ -443,7 +443,7 @@ fn check_var_names(
 
 /// Merges `layers` (file path, file text or `None` when absent) over the defaults.
 /// Pure: the caller reads the files.
-pub fn merge(
+pub(crate) fn merge(
     defaults: Config,
     layers: &[(PathBuf, Option<String>)],
 ) -> Result<Config, ConfigError> {
@@ -479,7 +479,10 @@ pub(crate) fn read_layer(file: &Path) -> Result<Option<String>, ConfigError> {
 /// Loads defaults → global → project for `env`. The project file's widening parts apply
 /// only when `trust_of(file, sha256)` says its content is trusted (see `trust`); what it
 /// would widen is kept in `Config::project` either way.
-pub fn load(env: &Env, trust_of: &dyn Fn(&Path, &str) -> Trust) -> Result<Config, ConfigError> {
+pub(crate) fn load(
+    env: &Env,
+    trust_of: &dyn Fn(&Path, &str) -> Trust,
+) -> Result<Config, ConfigError> {
     let base = below_project(env)?;
     let project = env.project_config();
     let Some(text) = read_layer(&project)? else {
@@ -548,7 +551,7 @@ fn project_meaning(env: &Env, base: &Config, text: &str) -> Result<ProjectMeanin
 /// The trust key of a project file holding `text` (as `load` computes it, against the
 /// global file as it is now), and whether that content widens anything (content that does
 /// not needs no trust).
-pub fn project_trust_key(env: &Env, text: &str) -> Result<(String, bool), ConfigError> {
+pub(crate) fn project_trust_key(env: &Env, text: &str) -> Result<(String, bool), ConfigError> {
     let meaning = project_meaning(env, &below_project(env)?, text)?;
     Ok((meaning.sha256, !meaning.widenings.is_empty()))
 }

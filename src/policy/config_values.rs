@@ -12,7 +12,7 @@ use crate::shown;
 
 /// Where a value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     Defaults,
     File(PathBuf),
     /// Protection the sandbox applies whatever the config says.
@@ -34,9 +34,9 @@ impl fmt::Display for Source {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sourced<T> {
-    pub value: T,
-    pub source: Source,
+pub(crate) struct Sourced<T> {
+    pub(crate) value: T,
+    pub(crate) source: Source,
 }
 
 impl<T> Sourced<T> {
@@ -49,7 +49,7 @@ impl<T> Sourced<T> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     ReadOnly,
     ReadWrite,
     Yolo,
@@ -57,7 +57,7 @@ pub enum Mode {
 
 impl Mode {
     /// Accepts the canonical names and the aliases of seed 003.
-    pub fn parse(s: &str) -> Option<Mode> {
+    pub(crate) fn parse(s: &str) -> Option<Mode> {
         match s.trim().to_ascii_lowercase().as_str() {
             "read-only" | "readonly" | "ro" => Some(Mode::ReadOnly),
             "read-write" | "readwrite" | "rw" => Some(Mode::ReadWrite),
@@ -66,7 +66,7 @@ impl Mode {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Mode::ReadOnly => "read-only",
             Mode::ReadWrite => "read-write",
@@ -75,7 +75,7 @@ impl Mode {
     }
 
     /// Alt+S order: read-only → read-write → yolo → read-only.
-    pub fn next(self) -> Mode {
+    pub(crate) fn next(self) -> Mode {
         match self {
             Mode::ReadOnly => Mode::ReadWrite,
             Mode::ReadWrite => Mode::Yolo,
@@ -84,50 +84,51 @@ impl Mode {
     }
 }
 
-pub const MODE_HELP: &str = "read-only (aliases readonly, ro), read-write (readwrite, rw) or yolo";
+pub(crate) const MODE_HELP: &str =
+    "read-only (aliases readonly, ro), read-write (readwrite, rw) or yolo";
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Config {
-    pub enabled: Sourced<bool>,
-    pub mode: Sourced<Mode>,
-    pub allowed_domains: Sourced<Vec<String>>,
-    pub denied_domains: Sourced<Vec<String>>,
+pub(crate) struct Config {
+    pub(crate) enabled: Sourced<bool>,
+    pub(crate) mode: Sourced<Mode>,
+    pub(crate) allowed_domains: Sourced<Vec<String>>,
+    pub(crate) denied_domains: Sourced<Vec<String>>,
     /// Unix sockets outside the sandbox a command may connect to (paths).
-    pub allow_unix_sockets: Sourced<Vec<String>>,
+    pub(crate) allow_unix_sockets: Sourced<Vec<String>>,
     /// Every unix socket may be connected to: the supervisor's check is off.
-    pub allow_all_unix_sockets: Sourced<bool>,
-    pub deny_read: Sourced<Vec<String>>,
-    pub allow_write: Sourced<Vec<String>>,
-    pub deny_write: Sourced<Vec<String>>,
+    pub(crate) allow_all_unix_sockets: Sourced<bool>,
+    pub(crate) deny_read: Sourced<Vec<String>>,
+    pub(crate) allow_write: Sourced<Vec<String>>,
+    pub(crate) deny_write: Sourced<Vec<String>>,
     /// Let the agent edit the directories `core.hooksPath` names (husky's hooks); a git dir's
     /// own `hooks` stays protected.
-    pub allow_hooks_path: Sourced<bool>,
+    pub(crate) allow_hooks_path: Sourced<bool>,
     /// Environment variables kept for sandboxed commands whatever else says (`env.allow`),
     /// and dropped besides the built-in patterns (`env.deny`): names or `*`/`?` patterns.
-    pub env_allow: Sourced<Vec<String>>,
-    pub env_deny: Sourced<Vec<String>>,
+    pub(crate) env_allow: Sourced<Vec<String>>,
+    pub(crate) env_deny: Sourced<Vec<String>>,
     /// Values hidden from the model in tools' output (`redact.values`), and variables whose
     /// values are hidden as well (`redact.env`), besides the dropped variables and pi's keys.
-    pub redact_values: Sourced<Vec<String>>,
-    pub redact_env: Sourced<Vec<String>>,
-    pub ignore_violations: Sourced<BTreeMap<String, Vec<String>>>,
-    pub enable_weaker_nested_sandbox: Sourced<bool>,
-    pub enable_weaker_network_isolation: Sourced<bool>,
+    pub(crate) redact_values: Sourced<Vec<String>>,
+    pub(crate) redact_env: Sourced<Vec<String>>,
+    pub(crate) ignore_violations: Sourced<BTreeMap<String, Vec<String>>>,
+    pub(crate) enable_weaker_nested_sandbox: Sourced<bool>,
+    pub(crate) enable_weaker_network_isolation: Sourced<bool>,
     /// Keys @anthropic-ai/sandbox-runtime accepts that this sandbox does not enforce yet;
     /// accepted so that existing files load unchanged, and shown by `/sandbox`.
-    pub passthrough: BTreeMap<String, Sourced<Value>>,
+    pub(crate) passthrough: BTreeMap<String, Sourced<Value>>,
     /// Every file consulted, in order, and whether it existed.
-    pub layers: Vec<(PathBuf, bool)>,
+    pub(crate) layers: Vec<(PathBuf, bool)>,
     /// Why each default denyRead entry is there (`credentials`).
-    pub deny_read_reasons: BTreeMap<String, &'static str>,
+    pub(crate) deny_read_reasons: BTreeMap<String, &'static str>,
     /// The project file, if there is one: what it would widen and whether that applies.
-    pub project: Option<ProjectLayer>,
+    pub(crate) project: Option<ProjectLayer>,
     /// Directories the user allowed writes to for this session only (a prompt's answer),
     /// each with how it was granted: writable in both layers, never written to a file.
-    pub session_allow_write: Vec<(String, Source)>,
+    pub(crate) session_allow_write: Vec<(String, Source)>,
 }
 
-pub const DEFAULT_ALLOWED_DOMAINS: &[&str] = &[
+pub(crate) const DEFAULT_ALLOWED_DOMAINS: &[&str] = &[
     "npmjs.org",
     "*.npmjs.org",
     "registry.npmjs.org",
@@ -142,7 +143,7 @@ pub const DEFAULT_ALLOWED_DOMAINS: &[&str] = &[
 
 impl Config {
     /// The built-in defaults, with `deny_read` (entry, why) from `credentials::defaults`.
-    pub fn defaults(deny_read: Vec<(String, &'static str)>) -> Config {
+    pub(crate) fn defaults(deny_read: Vec<(String, &'static str)>) -> Config {
         let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         Config {
             enabled: Sourced::default(true),

@@ -8,9 +8,9 @@ use crate::policy::session_env::Env;
 
 /// A default entry: the path as written in a config (`~` for home), and why it is there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Entry {
-    pub path: &'static str,
-    pub why: &'static str,
+pub(crate) struct Entry {
+    pub(crate) path: &'static str,
+    pub(crate) why: &'static str,
 }
 
 const fn e(path: &'static str, why: &'static str) -> Entry {
@@ -18,7 +18,7 @@ const fn e(path: &'static str, why: &'static str) -> Entry {
 }
 
 /// Credentials in the home directory, by tool.
-pub const HOME: &[Entry] = &[
+pub(crate) const HOME: &[Entry] = &[
     e("~/.ssh", "SSH private keys"),
     e("~/.aws", "AWS credentials"),
     e("~/.gnupg", "GnuPG private keys"),
@@ -79,16 +79,16 @@ pub const HOME: &[Entry] = &[
     ),
 ];
 
-pub const AUTH_JSON_WHY: &str = "pi's API keys";
-pub const MODELS_JSON_WHY: &str = "pi's custom providers, with their API keys";
-pub const OTHER_SESSIONS_WHY: &str = "pi's transcripts of other projects";
-pub const SHARED_SESSIONS_WHY: &str =
+pub(crate) const AUTH_JSON_WHY: &str = "pi's API keys";
+pub(crate) const MODELS_JSON_WHY: &str = "pi's custom providers, with their API keys";
+pub(crate) const OTHER_SESSIONS_WHY: &str = "pi's transcripts of other projects";
+pub(crate) const SHARED_SESSIONS_WHY: &str =
     "pi's session folder, where pi keeps every project's transcripts";
-pub const FOREIGN_TRANSCRIPT_WHY: &str = "pi's transcript of another project";
+pub(crate) const FOREIGN_TRANSCRIPT_WHY: &str = "pi's transcript of another project";
 
 /// The directory pi keeps this project's transcripts in: `sessions/--<cwd with / as ->--`
 /// under the agent dir (pi's `getDefaultSessionDir`).
-pub fn current_sessions_dir(env: &Env) -> PathBuf {
+pub(crate) fn current_sessions_dir(env: &Env) -> PathBuf {
     let cwd = env.cwd.to_string_lossy();
     let safe = cwd
         .strip_prefix('/')
@@ -101,7 +101,7 @@ pub fn current_sessions_dir(env: &Env) -> PathBuf {
 /// the agent dir that exists now (this project's too when pi keeps this session elsewhere),
 /// and what `pi_session::hidden_transcripts` hides of pi's other session folders. The agent
 /// reads this project's transcripts where only they are kept, as pi's default layout has it.
-pub fn other_sessions(env: &Env) -> Vec<(PathBuf, &'static str)> {
+pub(crate) fn other_sessions(env: &Env) -> Vec<(PathBuf, &'static str)> {
     let canonical = |p: &Path| crate::paths::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let current = canonical(&current_sessions_dir(env));
     let elsewhere: Vec<PathBuf> = env
@@ -137,7 +137,7 @@ pub fn other_sessions(env: &Env) -> Vec<(PathBuf, &'static str)> {
 
 /// The default denyRead entries for `env`, each with why: the home list, pi's key files, and
 /// `other_sessions` (listed by the caller, at the edge).
-pub fn defaults(
+pub(crate) fn defaults(
     agent_dir: &Path,
     other_sessions: &[(PathBuf, &'static str)],
 ) -> Vec<(String, &'static str)> {

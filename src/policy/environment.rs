@@ -10,7 +10,7 @@ use std::path::Path;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 /// Name patterns of variables that usually hold secrets (case-insensitive), with why.
-pub const SECRET_PATTERNS: &[(&str, &str)] = &[
+pub(crate) const SECRET_PATTERNS: &[(&str, &str)] = &[
     ("*_TOKEN", "a token"),
     ("*_TOKEN_*", "a token"),
     ("*SECRET*", "a secret"),
@@ -34,14 +34,14 @@ pub const SECRET_PATTERNS: &[(&str, &str)] = &[
 
 /// Why a variable is dropped.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Dropped {
-    pub name: String,
-    pub why: String,
+pub(crate) struct Dropped {
+    pub(crate) name: String,
+    pub(crate) why: String,
 }
 
 /// The compiled rules.
 #[derive(Debug, Clone)]
-pub struct EnvPolicy {
+pub(crate) struct EnvPolicy {
     patterns: GlobSet,
     allow: GlobSet,
     deny: GlobSet,
@@ -51,10 +51,10 @@ pub struct EnvPolicy {
 
 /// A bad `env.allow` / `env.deny` entry: which list, which entry, why.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EnvRuleError {
-    pub key: &'static str,
-    pub entry: String,
-    pub message: String,
+pub(crate) struct EnvRuleError {
+    pub(crate) key: &'static str,
+    pub(crate) entry: String,
+    pub(crate) message: String,
 }
 
 fn glob_set(key: &'static str, entries: &[String]) -> Result<GlobSet, EnvRuleError> {
@@ -88,7 +88,7 @@ fn glob_set(key: &'static str, entries: &[String]) -> Result<GlobSet, EnvRuleErr
 }
 
 impl EnvPolicy {
-    pub fn new(
+    pub(crate) fn new(
         allow: &[String],
         deny: &[String],
         read_by_pi: BTreeSet<String>,
@@ -103,7 +103,7 @@ impl EnvPolicy {
     }
 
     /// Why `name` is dropped, or None when it is kept.
-    pub fn judge(&self, name: &str) -> Option<String> {
+    pub(crate) fn judge(&self, name: &str) -> Option<String> {
         if self.allow.is_match(name) {
             return None;
         }
@@ -122,7 +122,7 @@ impl EnvPolicy {
     }
 
     /// The variables among `names` that are dropped, sorted by name.
-    pub fn dropped<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Vec<Dropped> {
+    pub(crate) fn dropped<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Vec<Dropped> {
         let mut out: Vec<Dropped> = names
             .into_iter()
             .filter_map(|n| {
@@ -145,7 +145,7 @@ impl EnvPolicy {
 /// reuse. A cache the agent could write that your own tools read later would let it plant
 /// what they load, so the real ones stay read-only; the cost is a cold cache per command.
 /// `var` reads pi's environment; `writable` says whether the policy lets bash write a path.
-pub fn cache_redirects(
+pub(crate) fn cache_redirects(
     var: impl Fn(&str) -> Option<String>,
     home: &Path,
     writable: impl Fn(&Path) -> bool,
@@ -171,7 +171,7 @@ pub fn cache_redirects(
 
 /// The variables pi's `models.json` takes credentials from (`redact::models_json_credentials` that
 /// name a variable set in `env_names`).
-pub fn models_json_vars<'a>(
+pub(crate) fn models_json_vars<'a>(
     agent_dir: &Path,
     env_names: impl IntoIterator<Item = &'a str>,
 ) -> BTreeSet<String> {

@@ -2,16 +2,16 @@
 //! surface (the protected table), the credential list, the environment filter, the bash
 //! decision, and where pi keeps and loads its own files.
 
-pub mod bash;
-pub mod config;
+pub(crate) mod bash;
+pub(crate) mod config;
 pub(crate) mod config_values;
-pub mod credentials;
-pub mod environment;
-pub mod guard;
-pub mod pi_loads;
-pub mod pi_session;
+pub(crate) mod credentials;
+pub(crate) mod environment;
+pub(crate) mod guard;
+pub(crate) mod pi_loads;
+pub(crate) mod pi_session;
 pub(crate) mod project_layer;
-pub mod protected;
-pub mod rules;
+pub(crate) mod protected;
+pub(crate) mod rules;
 pub(crate) mod session_env;
-pub mod trust;
+pub(crate) mod trust;

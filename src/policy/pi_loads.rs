@@ -18,9 +18,9 @@ use crate::policy::protected::is_under;
 /// One extension pi loads, as pi named it (absolute): the file or folder, and the root of
 /// the package it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PiLoad {
-    pub path: PathBuf,
-    pub package_root: Option<PathBuf>,
+pub(crate) struct PiLoad {
+    pub(crate) path: PathBuf,
+    pub(crate) package_root: Option<PathBuf>,
 }
 
 /// What the table keeps for the session's pi loads, and what could only be kept in part.
@@ -28,17 +28,17 @@ pub struct PiLoad {
 pub(crate) struct Kept {
     /// Canonical places, the links on the way to them, and for a place not made yet, the
     /// first missing directory on the way (made as a link, it would send pi elsewhere).
-    pub places: Vec<PathBuf>,
+    pub(crate) places: Vec<PathBuf>,
     /// Folders that hold a writable tree: only the extension in them is kept.
-    pub narrowed: Vec<Narrowed>,
+    pub(crate) narrowed: Vec<Narrowed>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Narrowed {
-    pub extension: PathBuf,
-    pub folder: PathBuf,
+    pub(crate) extension: PathBuf,
+    pub(crate) folder: PathBuf,
     /// What is kept instead of the folder.
-    pub kept: Vec<PathBuf>,
+    pub(crate) kept: Vec<PathBuf>,
 }
 
 /// The folder a file or folder pi loads is kept with (see the module comment).

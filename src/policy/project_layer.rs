@@ -8,22 +8,22 @@ use sha2::{Digest, Sha256};
 
 /// One thing the project file would widen, for the trust prompt and `/sandbox`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Widening {
+pub(crate) struct Widening {
     /// The key, as written in the file (`filesystem.allowWrite`).
-    pub key: &'static str,
+    pub(crate) key: &'static str,
     /// What it would do, in the user's words, its names escaped and shortened (`shown`).
-    pub what: String,
+    pub(crate) what: String,
     /// How much it opens: the prompt lists the heaviest first.
-    pub weight: Weight,
+    pub(crate) weight: Weight,
     /// The same exactly (names as written, paths whole): what the trust key hashes, so
     /// two meanings that look alike once shortened are still two answers.
-    pub meaning: String,
+    pub(crate) meaning: String,
 }
 
 /// How much a widening opens, most first: a long list must not push the line that matters
 /// off the screen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Weight {
+pub(crate) enum Weight {
     /// The sandbox off, or writes reaching the home, `/` or a parent of the project.
     Sweeping,
     /// Other writes outside the project, and hooks that run on the host.
@@ -35,20 +35,20 @@ pub enum Weight {
 }
 
 /// How many widenings the trust prompt names; the rest are counted.
-pub const LISTED: usize = 8;
+pub(crate) const LISTED: usize = 8;
 
 /// The project layer as loaded: which file, its content hash, what it would widen, and
 /// whether those widening parts apply.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProjectLayer {
-    pub file: PathBuf,
-    pub sha256: String,
-    pub widenings: Vec<Widening>,
-    pub trust: Trust,
+pub(crate) struct ProjectLayer {
+    pub(crate) file: PathBuf,
+    pub(crate) sha256: String,
+    pub(crate) widenings: Vec<Widening>,
+    pub(crate) trust: Trust,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Trust {
+pub(crate) enum Trust {
     /// The user trusted this exact content: everything in it applies.
     Trusted,
     /// The user declined this content: only its tightening parts apply, and pi does not ask
@@ -59,7 +59,7 @@ pub enum Trust {
 }
 
 impl Trust {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Trust::Trusted => "trusted",
             Trust::Declined => "declined",
@@ -70,18 +70,18 @@ impl Trust {
 
 impl ProjectLayer {
     /// Whether the user should be asked about this file now.
-    pub fn needs_answer(&self) -> bool {
+    pub(crate) fn needs_answer(&self) -> bool {
         self.trust == Trust::Pending && !self.widenings.is_empty()
     }
 
     /// Whether the file applies as written (nothing to trust, or trusted): an entry a
     /// grant adds to it holds; otherwise that entry waits for the user's trust.
-    pub fn applies(&self) -> bool {
+    pub(crate) fn applies(&self) -> bool {
         self.widenings.is_empty() || self.trust == Trust::Trusted
     }
 
     /// The widenings, heaviest first (in the file's order within a weight).
-    pub fn by_weight(&self) -> Vec<&Widening> {
+    pub(crate) fn by_weight(&self) -> Vec<&Widening> {
         let mut w: Vec<&Widening> = self.widenings.iter().collect();
         w.sort_by_key(|w| w.weight);
         w
@@ -89,7 +89,7 @@ impl ProjectLayer {
 }
 
 /// Lowercase hex SHA-256 of `bytes` (project trust is keyed by the file's content hash).
-pub fn content_hash(bytes: &[u8]) -> String {
+pub(crate) fn content_hash(bytes: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = Sha256::digest(bytes);
     let mut out = String::with_capacity(64);

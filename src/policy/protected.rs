@@ -16,19 +16,19 @@ use crate::content;
 /// A path git runs or reads on the host for a repository, besides the table's names
 /// (`surface::hooks` finds them; the guard keeps them).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GitPath {
+pub(crate) struct GitPath {
     /// Canonical.
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// The repository's git dir, for messages.
-    pub git_dir: PathBuf,
+    pub(crate) git_dir: PathBuf,
     /// Why: `core.hooksPath = <value>`, husky's scripts behind its wrappers, or the include
     /// that names a config file.
-    pub why: String,
-    pub kind: GitPathKind,
+    pub(crate) why: String,
+    pub(crate) kind: GitPathKind,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GitPathKind {
+pub(crate) enum GitPathKind {
     /// A directory git runs hooks from (`filesystem.allowHooksPath` opens these).
     Hooks,
     /// A config file git includes.
@@ -37,7 +37,7 @@ pub enum GitPathKind {
 
 /// Where an entry lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Place {
+pub(crate) enum Place {
     /// pi's agent dir and everything in it.
     AgentDir,
     /// pi's session folders and what leads to them (`pi_session::protected_places`).
@@ -59,7 +59,7 @@ pub enum Place {
 
 /// How bash keeps an entry from being changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Keep {
+pub(crate) enum Keep {
     /// Bound read-only when it exists; what a command creates is audited afterwards.
     Mount,
     /// Checked after every command instead of mounted: git must be able to remove the
@@ -69,7 +69,7 @@ pub enum Keep {
 
 /// What the audit does with an entry a command created or changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OnChange {
+pub(crate) enum OnChange {
     /// Moved aside: pi or git would load it.
     MoveAside,
     /// Moved aside unless it is an empty directory (nothing to load).
@@ -89,17 +89,17 @@ pub enum OnChange {
 }
 
 #[derive(Debug, PartialEq, Eq)]
-pub struct Entry {
-    pub place: Place,
-    pub keep: Keep,
-    pub on_change: OnChange,
+pub(crate) struct Entry {
+    pub(crate) place: Place,
+    pub(crate) keep: Keep,
+    pub(crate) on_change: OnChange,
     /// When missing, created empty as a read-only mount point so a command cannot create it
     /// (the project's `.pi`, the hooks directory of each existing git dir).
-    pub placeholder: bool,
+    pub(crate) placeholder: bool,
     /// Short name for rule labels.
-    pub what: &'static str,
+    pub(crate) what: &'static str,
     /// Why the agent may never change it.
-    pub why: &'static str,
+    pub(crate) why: &'static str,
 }
 
 const fn entry(
@@ -127,7 +127,7 @@ use Place::{AgentDir, Git, GitFile, Home, Name, PiLoads, SessionDir};
 const RC: &str = "a shell start-up file: your shell runs it on the host";
 const GIT_CONFIG: &str = "git config: keys like core.hooksPath, core.fsmonitor, aliases and filters run commands on the host the next time you use git";
 
-pub static TABLE: &[Entry] = &[
+pub(crate) static TABLE: &[Entry] = &[
     entry(AgentDir, Mount, MoveAside, false, "pi agent dir",
         "pi's agent dir: settings, models, credentials, extensions, session transcripts, the sandbox config and approvals; pi reads, appends to and runs them on the host"),
     entry(SessionDir, Mount, MoveAside, false, "pi session dir",
@@ -179,20 +179,20 @@ pub static TABLE: &[Entry] = &[
 ];
 
 /// The entries that take part in the name walk (everything but the fixed locations).
-pub fn git_entries() -> impl Iterator<Item = &'static Entry> {
+pub(crate) fn git_entries() -> impl Iterator<Item = &'static Entry> {
     TABLE.iter().filter(|e| matches!(e.place, Git(_)))
 }
 
 /// The table anchored for one session: its fixed places resolved against the (canonical)
 /// home, agent dir and session dir.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Anchors {
+pub(crate) struct Anchors {
     fixed: Vec<(PathBuf, &'static Entry)>,
 }
 
 /// Whether canonical `path` is `base` or below it: a byte comparison, as both are canonical
 /// (`Path::starts_with` compares component by component, and the scan asks for every file).
-pub fn is_under(path: &Path, base: &Path) -> bool {
+pub(crate) fn is_under(path: &Path, base: &Path) -> bool {
     let (p, b) = (path.as_os_str().as_bytes(), base.as_os_str().as_bytes());
     p.starts_with(b) && (p.len() == b.len() || p[b.len()] == b'/' || b.ends_with(b"/"))
 }
@@ -200,9 +200,9 @@ pub fn is_under(path: &Path, base: &Path) -> bool {
 /// A table entry that covers a path, and the protected path itself (the path or an
 /// ancestor of it: `.../.git/hooks` for `.../.git/hooks/pre-commit`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hit {
-    pub entry: &'static Entry,
-    pub root: PathBuf,
+pub(crate) struct Hit {
+    pub(crate) entry: &'static Entry,
+    pub(crate) root: PathBuf,
 }
 
 /// Whether a file name is a `Name` entry's name.
@@ -230,7 +230,7 @@ fn git_match(pattern: &str, rel: &[&OsStr]) -> Option<usize> {
 }
 
 impl Anchors {
-    pub fn new(
+    pub(crate) fn new(
         home: &Path,
         agent_dir: &Path,
         session_places: &[PathBuf],
@@ -251,7 +251,11 @@ impl Anchors {
 
     /// The first table entry covering `path` (canonical), deciding git dirs with
     /// `is_git_dir`. Pure: the caller says what is on disk.
-    pub fn classify(&self, path: &Path, is_git_dir: &mut dyn FnMut(&Path) -> bool) -> Option<Hit> {
+    pub(crate) fn classify(
+        &self,
+        path: &Path,
+        is_git_dir: &mut dyn FnMut(&Path) -> bool,
+    ) -> Option<Hit> {
         let hit = |entry: &'static Entry, root: &Path| {
             Some(Hit {
                 entry,
@@ -330,7 +334,7 @@ impl Anchors {
 
     /// Fixed locations of the table (not name or git entries), for layers that mount or
     /// list paths.
-    pub fn fixed_paths(&self) -> &[(PathBuf, &'static Entry)] {
+    pub(crate) fn fixed_paths(&self) -> &[(PathBuf, &'static Entry)] {
         &self.fixed
     }
 }
@@ -339,7 +343,7 @@ impl Anchors {
 /// one not created yet), one holding `objects/` and `refs/` (a bare repository, a
 /// submodule's git dir), one holding a `commondir` file (a linked worktree's admin dir, or a
 /// directory a planted gitfile points at), or one directly inside a git dir's `modules/`.
-pub fn is_git_dir_on_disk(dir: &Path) -> bool {
+pub(crate) fn is_git_dir_on_disk(dir: &Path) -> bool {
     let kind = |p: &Path| std::fs::symlink_metadata(p).ok().map(|m| m.file_type());
     if dir.file_name() == Some(OsStr::new(".git")) {
         return kind(dir).is_none_or(|t| t.is_dir());
@@ -373,7 +377,7 @@ fn in_modules_of_git_dir(dir: &Path) -> bool {
 /// `gitdir` file naming this `.git` file, and the common dir must be the admin dir's
 /// `../..` (as `git worktree add` writes it). A `.git` file the agent wrote cannot point
 /// here at another repository's git dir. Nothing is asked of a `git` on PATH.
-pub fn worktree_git_dirs(cwd: &Path) -> Vec<PathBuf> {
+pub(crate) fn worktree_git_dirs(cwd: &Path) -> Vec<PathBuf> {
     let dot_git = cwd.join(".git");
     if !std::fs::symlink_metadata(&dot_git).is_ok_and(|m| m.is_file()) {
         return vec![];
@@ -415,7 +419,7 @@ pub fn worktree_git_dirs(cwd: &Path) -> Vec<PathBuf> {
 
 /// The path text git takes from a pointer file's content: trailing CR and LF cut, then up
 /// to the first NUL.
-pub fn git_path_text(content: &[u8]) -> &[u8] {
+pub(crate) fn git_path_text(content: &[u8]) -> &[u8] {
     let end = content
         .iter()
         .rposition(|b| *b != b'\n' && *b != b'\r')
@@ -428,13 +432,13 @@ fn c_string(bytes: &[u8]) -> &[u8] {
 }
 
 /// The git dir a gitfile names, canonical; None when git would not read it as a gitfile.
-pub fn gitfile_target(gitfile: &Path) -> Option<PathBuf> {
+pub(crate) fn gitfile_target(gitfile: &Path) -> Option<PathBuf> {
     let text = content::read(gitfile, content::GIT_FILE_LIMIT).ok()?;
     gitfile_target_in(gitfile, &text)
 }
 
 /// `gitfile_target` of a gitfile read already (`text`, read within git's 1 MiB).
-pub fn gitfile_target_in(gitfile: &Path, text: &[u8]) -> Option<PathBuf> {
+pub(crate) fn gitfile_target_in(gitfile: &Path, text: &[u8]) -> Option<PathBuf> {
     let rest = text.strip_prefix(b"gitdir: ")?;
     // git: "no path in gitfile" when nothing is left once CR/LF are cut (a NUL counts).
     if rest.iter().all(|b| *b == b'\n' || *b == b'\r') {
@@ -446,14 +450,14 @@ pub fn gitfile_target_in(gitfile: &Path, text: &[u8]) -> Option<PathBuf> {
 
 /// The common dir a git dir's `commondir` file names, canonical; None without one (or
 /// one that cannot be read: git would fail there).
-pub fn commondir_target(git_dir: &Path) -> Option<PathBuf> {
+pub(crate) fn commondir_target(git_dir: &Path) -> Option<PathBuf> {
     let text = content::read(&git_dir.join("commondir"), content::GIT_FILE_LIMIT).ok()?;
     crate::paths::canonicalize(&git_dir.join(OsStr::from_bytes(git_path_text(&text)))).ok()
 }
 
 /// What a worktree's admin dir's `gitdir` back-link names (the worktree's `.git` file), not
 /// resolved.
-pub fn worktree_back_link(admin: &Path) -> Option<PathBuf> {
+pub(crate) fn worktree_back_link(admin: &Path) -> Option<PathBuf> {
     let text = content::read(&admin.join("gitdir"), content::GIT_FILE_LIMIT).ok()?;
     let end = text
         .iter()
@@ -464,7 +468,7 @@ pub fn worktree_back_link(admin: &Path) -> Option<PathBuf> {
 
 /// Whether a worktree's admin dir has git's back-link (its `gitdir` file, written by
 /// `git worktree add`) to `gitfile`.
-pub fn worktree_links_back(admin: &Path, gitfile: &Path) -> bool {
+pub(crate) fn worktree_links_back(admin: &Path, gitfile: &Path) -> bool {
     let Some(back) = worktree_back_link(admin) else {
         return false;
     };
@@ -477,15 +481,15 @@ pub fn worktree_links_back(admin: &Path, gitfile: &Path) -> bool {
 /// `is_git_dir_on_disk` with answers kept, for walks that ask about the same ancestors
 /// again and again.
 #[derive(Default)]
-pub struct GitDirCache(rustc_hash::FxHashMap<Box<[u8]>, bool>);
+pub(crate) struct GitDirCache(rustc_hash::FxHashMap<Box<[u8]>, bool>);
 
 impl GitDirCache {
-    pub fn is_git_dir(&mut self, dir: &Path) -> bool {
+    pub(crate) fn is_git_dir(&mut self, dir: &Path) -> bool {
         self.remembered(dir, || None)
     }
 
     /// The answer for `dir` asked once: from `known` where it answers, else from the disk.
-    pub fn remembered(&mut self, dir: &Path, known: impl FnOnce() -> Option<bool>) -> bool {
+    pub(crate) fn remembered(&mut self, dir: &Path, known: impl FnOnce() -> Option<bool>) -> bool {
         let key = dir.as_os_str().as_bytes();
         if let Some(&v) = self.0.get(key) {
             return v;

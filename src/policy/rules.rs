@@ -21,10 +21,10 @@ use rustc_hash::FxHashMap;
 use crate::policy::config_values::Source;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rule {
+pub(crate) struct Rule {
     /// `denyRead entry '~/.ssh'`, `denyWrite pattern '*.pem'`, ...
-    pub label: String,
-    pub source: String,
+    pub(crate) label: String,
+    pub(crate) source: String,
 }
 
 /// What a glob is matched against: the last name of each ancestor (patterns without `/`),
@@ -36,7 +36,7 @@ enum Against {
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct RuleSet {
+pub(crate) struct RuleSet {
     rules: Vec<Rule>,
     literal: FxHashMap<Box<[u8]>, usize>,
     names: Option<Arc<Globs>>,
@@ -44,7 +44,7 @@ pub struct RuleSet {
 }
 
 #[derive(Default)]
-pub struct RuleSetBuilder {
+pub(crate) struct RuleSetBuilder {
     set: RuleSet,
     names: Vec<(Glob, usize)>,
     paths: Vec<(Glob, usize)>,
@@ -57,7 +57,7 @@ impl RuleSetBuilder {
     }
 
     /// A canonical path: covers itself and everything below it.
-    pub fn literal(&mut self, path: &Path, rule: Rule) {
+    pub(crate) fn literal(&mut self, path: &Path, rule: Rule) {
         let i = self.push_rule(rule);
         // First rule wins when two entries name the same path.
         self.set
@@ -67,20 +67,20 @@ impl RuleSetBuilder {
     }
 
     /// A glob over names (no `/` in it).
-    pub fn name_glob(&mut self, glob: Glob, rule: Rule) {
+    pub(crate) fn name_glob(&mut self, glob: Glob, rule: Rule) {
         let i = self.push_rule(rule);
         self.names.push((glob, i));
     }
 
     /// A glob over whole canonical paths.
-    pub fn path_glob(&mut self, glob: Glob, rule: Rule) {
+    pub(crate) fn path_glob(&mut self, glob: Glob, rule: Rule) {
         let i = self.push_rule(rule);
         self.paths.push((glob, i));
     }
 
     /// The set. Its literal index builds on a thread of its own (with thousands of patterns
     /// that is most of the work); a decision made before it is ready waits for it.
-    pub fn build(mut self) -> RuleSet {
+    pub(crate) fn build(mut self) -> RuleSet {
         if !self.names.is_empty() {
             self.set.names = Some(Globs::start(self.names, Against::Name));
         }
@@ -93,14 +93,14 @@ impl RuleSetBuilder {
 
 impl RuleSet {
     /// The first rule (in config order) that matches `path` or one of its ancestors.
-    pub fn first_match(&self, path: &Path) -> Option<&Rule> {
+    pub(crate) fn first_match(&self, path: &Path) -> Option<&Rule> {
         self.first_match_outside(path, None)
     }
 
     /// `first_match`, leaving out the ancestors strictly below `exempt` (a directory whose
     /// contents the rules do not apply to; the directory itself still counts). `path` is
     /// canonical: absolute, no `.`, `..` or repeated `/`.
-    pub fn first_match_outside(&self, path: &Path, exempt: Option<&Path>) -> Option<&Rule> {
+    pub(crate) fn first_match_outside(&self, path: &Path, exempt: Option<&Path>) -> Option<&Rule> {
         let bytes = path.as_os_str().as_bytes();
         let floor = exempt.map(|e| e.as_os_str().as_bytes());
         let ancestors: Vec<&[u8]> = ancestors(bytes)
@@ -313,7 +313,7 @@ impl LiteralIndex {
 /// reads it with backslash escapes on: wildcards, classes (`[...]`) and alternatives
 /// (`{a,b}`) end a run, and a `/` next to `**` is not required (`**/x` matches `x`). None
 /// when there is no such run.
-pub fn required_literal(pattern: &str) -> Option<String> {
+pub(crate) fn required_literal(pattern: &str) -> Option<String> {
     let chars: Vec<char> = pattern.chars().collect();
     let mut best = String::new();
     let mut run = String::new();

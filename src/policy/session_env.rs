@@ -5,26 +5,26 @@ use std::path::{Path, PathBuf};
 
 /// The directories a session depends on, read from the environment once, at the edge.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Env {
-    pub home: PathBuf,
-    pub cwd: PathBuf,
-    pub agent_dir: PathBuf,
+pub(crate) struct Env {
+    pub(crate) home: PathBuf,
+    pub(crate) cwd: PathBuf,
+    pub(crate) agent_dir: PathBuf,
     /// The folders pi keeps this session's transcripts in, as pi names them (absolute, not
     /// canonical): the live one first (pi's own answer, else `pi_session::configured_dir`),
     /// then where the environment or the settings would put the next session. Empty: pi's
     /// per-project folder in the agent dir.
-    pub session_dirs: Vec<PathBuf>,
+    pub(crate) session_dirs: Vec<PathBuf>,
     /// The live transcript, when pi said which (pi appends to it on the host).
-    pub session_file: Option<PathBuf>,
+    pub(crate) session_file: Option<PathBuf>,
     /// The extensions pi's settings make it load at start, as pi's package manager named
     /// them (`pi_loads`). Empty without pi (the CLI).
-    pub pi_loads: Vec<crate::policy::pi_loads::PiLoad>,
+    pub(crate) pi_loads: Vec<crate::policy::pi_loads::PiLoad>,
 }
 
 impl Env {
     /// `PI_CODING_AGENT_DIR` (default `~/.pi/agent`) and `HOME`; pi expands a leading `~` in
     /// these variables, so we do too. Where pi keeps its transcripts: `with_sessions`.
-    pub fn from_process(cwd: &Path) -> Env {
+    pub(crate) fn from_process(cwd: &Path) -> Env {
         let home = dirs::home_dir().unwrap_or_else(|| PathBuf::from("/"));
         let agent_dir = std::env::var("PI_CODING_AGENT_DIR")
             .ok()
@@ -45,7 +45,7 @@ impl Env {
     /// `dir` as pi named them (absolute), then the folder `PI_CODING_AGENT_SESSION_DIR` or the
     /// settings of this env's agent dir and project name (`pi_session::configured_dir`), where
     /// pi puts the next session. Without pi's answer, that last one is the live folder.
-    pub fn with_sessions(&mut self, dir: Option<PathBuf>, file: Option<PathBuf>) {
+    pub(crate) fn with_sessions(&mut self, dir: Option<PathBuf>, file: Option<PathBuf>) {
         let var = std::env::var("PI_CODING_AGENT_SESSION_DIR").ok();
         let configured = crate::policy::pi_session::configured_dir(
             var.as_deref(),
@@ -68,7 +68,7 @@ impl Env {
 
     /// The layout tests use: `<root>/home`, `<root>/proj`, the agent dir in its default place.
     #[cfg(test)]
-    pub fn under(root: &Path) -> Env {
+    pub(crate) fn under(root: &Path) -> Env {
         Env {
             home: root.join("home"),
             cwd: root.join("proj"),
@@ -79,11 +79,11 @@ impl Env {
         }
     }
 
-    pub fn global_config(&self) -> PathBuf {
+    pub(crate) fn global_config(&self) -> PathBuf {
         self.agent_dir.join("extensions").join("sandbox.json")
     }
 
-    pub fn project_config(&self) -> PathBuf {
+    pub(crate) fn project_config(&self) -> PathBuf {
         self.cwd.join(".pi").join("sandbox.json")
     }
 }

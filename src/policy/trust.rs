@@ -70,7 +70,7 @@ impl Notes {
 /// `from_project` tells a value the project file set from one it inherited.
 /// `resolve` turns a path entry into its canonical path (None: cannot be resolved, which
 /// counts as not contained anywhere).
-pub fn restrict(
+pub(crate) fn restrict(
     base: &Config,
     wanted: &Config,
     project_file: &Path,

@@ -38,10 +38,10 @@ use serde_json::{Map, Value};
 use super::approvals_upgrade::{self, Old};
 use super::command_keys::simple_argv;
 
-pub const FILE_NAME: &str = "sandbox-approvals.json";
-pub const TTL_VAR: &str = "PI_SANDBOX_SESSION_APPROVAL_TTL_MS";
+pub(crate) const FILE_NAME: &str = "sandbox-approvals.json";
+pub(crate) const TTL_VAR: &str = "PI_SANDBOX_SESSION_APPROVAL_TTL_MS";
 /// How long a `session` approval lasts unless `PI_SANDBOX_SESSION_APPROVAL_TTL_MS` says.
-pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(6 * 60 * 60);
+pub(crate) const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(6 * 60 * 60);
 
 /// The file format this module writes.
 const VERSION: u64 = 2;
@@ -57,14 +57,14 @@ const KNOWN_SCOPES: [&str; 2] = ["session", "always"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Scope {
+pub(crate) enum Scope {
     Session,
     Always,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "camelCase")]
-pub enum Grant {
+pub(crate) enum Grant {
     /// Run exactly this command text without an OS sandbox.
     Command { command: String },
     /// Run without an OS sandbox any *simple* command whose words start with `argv`.
@@ -86,7 +86,7 @@ impl Grant {
     /// Whether this grant lets `command` run unsandboxed: `Command` = byte-exact equality;
     /// `CommandPrefix` = `simple_argv(command)` is `Some` and starts with `argv` (word by
     /// word, exact); other kinds never. An empty prefix covers nothing.
-    pub fn covers_command(&self, command: &str) -> bool {
+    pub(crate) fn covers_command(&self, command: &str) -> bool {
         match self {
             Grant::Command { command: granted } => granted == command,
             Grant::CommandPrefix { argv } => {
@@ -129,19 +129,19 @@ impl Grant {
 /// One stored grant.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Entry {
-    pub scope: Scope,
+pub(crate) struct Entry {
+    pub(crate) scope: Scope,
     /// The pi session a `session` entry was granted in (absent for `always`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session: Option<String>,
-    pub grant: Grant,
+    pub(crate) session: Option<String>,
+    pub(crate) grant: Grant,
     /// Which prompt the user answered, e.g. `user: unsandboxed bash prompt`.
-    pub granted_by: String,
+    pub(crate) granted_by: String,
     /// RFC 3339, UTC, milliseconds.
-    pub granted_at: String,
+    pub(crate) granted_at: String,
     /// Milliseconds since the epoch; `None` (`null`) for `always`.
     #[serde(default)]
-    pub expires_at: Option<u64>,
+    pub(crate) expires_at: Option<u64>,
 }
 
 impl Entry {
@@ -181,40 +181,41 @@ impl Entry {
 
 /// What the store holds for one session now.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     /// Unexpired entries, in file order; session entries of other sessions left out.
-    pub entries: Vec<Entry>,
+    pub(crate) entries: Vec<Entry>,
     /// Something the user should know about the file: a corrupt file moved aside, an old
     /// format that will be upgraded at the next grant.
-    pub notice: Option<String>,
+    pub(crate) notice: Option<String>,
 }
 
 impl Snapshot {
-    pub fn empty() -> Snapshot {
+    pub(crate) fn empty() -> Snapshot {
         Snapshot::default()
     }
 
     /// The entry that lets `command` run unsandboxed, if any.
-    pub fn command_grant(&self, command: &str) -> Option<&Entry> {
+    pub(crate) fn command_grant(&self, command: &str) -> Option<&Entry> {
         self.entries
             .iter()
             .find(|e| e.grant.covers_command(command))
     }
 
     /// The env files granted, each with the entry that grants it.
-    pub fn env_read_grants(&self) -> impl Iterator<Item = (&Path, &Entry)> {
+    pub(crate) fn env_read_grants(&self) -> impl Iterator<Item = (&Path, &Entry)> {
         self.entries.iter().filter_map(|e| match &e.grant {
             Grant::EnvRead { path } => Some((path.as_path(), e)),
             _ => None,
         })
     }
 
-    pub fn env_read_granted(&self, path: &Path) -> bool {
+    #[cfg(test)]
+    pub(crate) fn env_read_granted(&self, path: &Path) -> bool {
         self.env_read_grants().any(|(p, _)| p == path)
     }
 
     /// The hosts granted for the network proxy, each with the entry that grants it.
-    pub fn network_grants(&self) -> impl Iterator<Item = (&str, &Entry)> {
+    pub(crate) fn network_grants(&self) -> impl Iterator<Item = (&str, &Entry)> {
         self.entries.iter().filter_map(|e| match &e.grant {
             Grant::NetworkHost { host } => Some((host.as_str(), e)),
             _ => None,
@@ -222,7 +223,7 @@ impl Snapshot {
     }
 
     /// The latest trust answer for `file`: (sha256, trusted).
-    pub fn trust(&self, file: &Path) -> Option<(&str, bool)> {
+    pub(crate) fn trust(&self, file: &Path) -> Option<(&str, bool)> {
         self.entries.iter().rev().find_map(|e| match &e.grant {
             Grant::ProjectTrust {
                 file: f,
@@ -235,7 +236,7 @@ impl Snapshot {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StoreError {
+pub(crate) enum StoreError {
     /// The file, its directory or its lock cannot be read or written.
     Io { path: PathBuf, message: String },
     /// The file was written by a newer version; it is left alone.
@@ -248,8 +249,9 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    /// Stable code for the JS side.
-    pub fn code(&self) -> &'static str {
+    /// The kind, as the tests name it.
+    #[cfg(test)]
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             StoreError::Io { .. } => "E_APPROVALS_IO",
             StoreError::FutureVersion { .. } => "E_APPROVALS_VERSION",
@@ -290,7 +292,7 @@ impl std::error::Error for StoreError {}
 /// Parses the TTL variable's raw value: `None` (or empty, as for pi's other variables) →
 /// the default; a positive whole number of milliseconds → that; anything else → an error
 /// naming the variable, the value and what to write.
-pub fn ttl_from_env(raw: Option<&str>) -> Result<Duration, String> {
+pub(crate) fn ttl_from_env(raw: Option<&str>) -> Result<Duration, String> {
     let Some(raw) = raw.filter(|r| !r.is_empty()) else {
         return Ok(DEFAULT_SESSION_TTL);
     };
@@ -309,11 +311,11 @@ pub fn ttl_from_env(raw: Option<&str>) -> Result<Duration, String> {
 }
 
 /// The clock a store reads: milliseconds since the epoch.
-pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
+pub(crate) type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
 
 /// The approvals file of one agent dir.
 #[derive(Clone)]
-pub struct Store {
+pub(crate) struct Store {
     path: PathBuf,
     ttl: Duration,
     clock: Clock,
@@ -365,7 +367,7 @@ enum Parsed {
 impl Store {
     /// The store in `agent_dir`, TTL from `PI_SANDBOX_SESSION_APPROVAL_TTL_MS` (see
     /// [`ttl_from_env`]).
-    pub fn in_agent_dir(agent_dir: &Path) -> Result<Store, StoreError> {
+    pub(crate) fn in_agent_dir(agent_dir: &Path) -> Result<Store, StoreError> {
         let raw = match std::env::var(TTL_VAR) {
             Ok(v) => Some(v),
             Err(std::env::VarError::NotPresent) => None,
@@ -381,22 +383,23 @@ impl Store {
     }
 
     /// For tests: explicit path, ttl and clock (ms since epoch).
-    pub fn with_clock(path: PathBuf, ttl: Duration, clock: Clock) -> Store {
+    pub(crate) fn with_clock(path: PathBuf, ttl: Duration, clock: Clock) -> Store {
         Store { path, ttl, clock }
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
-    pub fn ttl(&self) -> Duration {
+    #[cfg(test)]
+    pub(crate) fn ttl(&self) -> Duration {
         self.ttl
     }
 
     /// What the store holds for `session` now. A missing file is an empty store; a corrupt
     /// one is moved aside and read as empty (with a notice); a newer version's file is an
     /// error.
-    pub fn load(&self, session: &str) -> Result<Snapshot, StoreError> {
+    pub(crate) fn load(&self, session: &str) -> Result<Snapshot, StoreError> {
         let now = (self.clock)();
         let state = match self.read()? {
             None => State::default(),
@@ -434,7 +437,7 @@ impl Store {
     /// the stored entry. An identical unexpired entry of the same scope and session is
     /// refreshed rather than duplicated; a `ProjectTrust` grant replaces every earlier
     /// answer about the same file.
-    pub fn grant(
+    pub(crate) fn grant(
         &self,
         scope: Scope,
         grant: Grant,

@@ -9,14 +9,14 @@ use serde_json::{Map, Value};
 
 /// An old file's approvals: the commands approved for good (each with its expiry, if it had
 /// one), the format they come from, and what the user is told about the upgrade.
-pub struct Old {
-    pub commands: Vec<(String, Option<u64>)>,
-    pub from: &'static str,
-    pub notice: String,
+pub(crate) struct Old {
+    pub(crate) commands: Vec<(String, Option<u64>)>,
+    pub(crate) from: &'static str,
+    pub(crate) notice: String,
 }
 
 /// Version 1 (or no version): `{"<command text>": true}`, each a permanent approval.
-pub fn version_1(path: &Path, map: Map<String, Value>) -> Result<Old, String> {
+pub(crate) fn version_1(path: &Path, map: Map<String, Value>) -> Result<Old, String> {
     let mut commands = vec![];
     for (command, value) in map {
         match value {
@@ -43,7 +43,7 @@ pub fn version_1(path: &Path, map: Map<String, Value>) -> Result<Old, String> {
 
 /// The earlier extension's version 2: `{"<command text>": {"scope": ..., "expiresAt"?}}`.
 /// Its session approvals carry no session id, so they are dropped.
-pub fn earlier_v2(path: &Path, map: Map<String, Value>) -> Result<Old, String> {
+pub(crate) fn earlier_v2(path: &Path, map: Map<String, Value>) -> Result<Old, String> {
     let mut commands = vec![];
     let mut dropped = 0;
     for (command, value) in map {

@@ -118,12 +118,16 @@ impl Session {
 
     /// How a shell command runs: the policy's decision, and for a sandboxed run the launch.
     /// `network`: what the user asked for (`--sandbox-network`), None for the default.
-    pub fn prepare_bash(&self, command: &str, network: Option<Network>) -> Prepared {
+    pub(crate) fn prepare_bash(&self, command: &str, network: Option<Network>) -> Prepared {
         self.prepare(Command::Shell(command), network)
     }
 
     /// Like `prepare_bash` for an argv run without a shell (the CLI's `run -- CMD ARGS`).
-    pub fn prepare_argv(&self, argv: &[std::ffi::OsString], network: Option<Network>) -> Prepared {
+    pub(crate) fn prepare_argv(
+        &self,
+        argv: &[std::ffi::OsString],
+        network: Option<Network>,
+    ) -> Prepared {
         self.prepare(Command::Argv(argv), network)
     }
 
@@ -292,7 +296,7 @@ impl Session {
     }
 
     /// The network mode when the user chose none: filtered when the config lists domains.
-    pub fn default_network(&self) -> Network {
+    pub(crate) fn default_network(&self) -> Network {
         match &self.state {
             Ok(l) => Network::default_for(
                 !l.config.allowed_domains.value.is_empty()
@@ -305,7 +309,7 @@ impl Session {
     /// After a sandboxed command: neutralises control-surface paths it created (a `.pi`
     /// directory, a new repository's live hooks or command-running config) and reports them,
     /// with new denyWrite matches.
-    pub fn audit_after_command(&self) -> Vec<Finding> {
+    pub(crate) fn audit_after_command(&self) -> Vec<Finding> {
         let Some(guard) = self.guard() else {
             return vec![];
         };
@@ -367,7 +371,7 @@ impl Session {
     }
 
     /// Records the unix-socket connections the supervisor refused during a command.
-    pub fn log_socket_refusals(&self, refused: &[launch::Refusal]) {
+    pub(crate) fn log_socket_refusals(&self, refused: &[launch::Refusal]) {
         for r in refused {
             self.log.append(&Violation::now(
                 "sockets",
@@ -384,7 +388,7 @@ impl Session {
     /// path it could not find or open that denyRead hides in the sandbox, with the rule.
     /// Without them the model sees only "Read-only file system" or "No such file or
     /// directory", and no word that the sandbox did it.
-    pub fn explain_write_failures(&self, output: &str) -> Vec<String> {
+    pub(crate) fn explain_write_failures(&self, output: &str) -> Vec<String> {
         let Some(guard) = self.guard() else {
             return vec![];
         };

@@ -15,7 +15,7 @@ const NOT_SIMPLE: &[char] = &[
 /// characters, a `~` that could be expanded, a first word that could be an environment
 /// assignment (`NAME=value`), an unterminated quote and an empty command. When in doubt,
 /// `None`: the command then cannot match a prefix grant and the user is asked again.
-pub fn simple_argv(command: &str) -> Option<Vec<String>> {
+pub(crate) fn simple_argv(command: &str) -> Option<Vec<String>> {
     if command
         .chars()
         .any(|c| NOT_SIMPLE.contains(&c) || (c.is_control() && c != '\t'))
@@ -64,7 +64,7 @@ pub fn simple_argv(command: &str) -> Option<Vec<String>> {
 
 /// The prefixes a user may pick for a prefix grant of `command`: its words' prefixes,
 /// longest (all words) first down to the first word alone; empty if not simple.
-pub fn prefix_choices(command: &str) -> Vec<Vec<String>> {
+pub(crate) fn prefix_choices(command: &str) -> Vec<Vec<String>> {
     let Some(words) = simple_argv(command) else {
         return vec![];
     };

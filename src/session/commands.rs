@@ -16,10 +16,12 @@ use crate::surface::audit::Finding;
 
 /// Proof that a command was prepared: the one that may be audited next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+// `pub`, not `pub(crate)`: an N-API task's output (napi/), which napi-rs declares public.
 pub struct Ticket(u64);
 
 /// The outcome of preparing a command.
 #[derive(Debug)]
+// `pub`, not `pub(crate)`: an N-API task's output (napi/), which napi-rs declares public.
 pub enum Prepared {
     Sandboxed(Launch),
     /// The user turned protection off; run the command as is.
@@ -39,7 +41,7 @@ struct Slot {
     audit_due: bool,
 }
 
-pub struct Commands {
+pub(crate) struct Commands {
     session: Mutex<Session>,
     slot: Mutex<Slot>,
 }
@@ -50,22 +52,22 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-pub const BUSY: &str = "Blocked: the previous sandboxed command of this session has not been audited yet; finish it first (one command at a time).";
+pub(crate) const BUSY: &str = "Blocked: the previous sandboxed command of this session has not been audited yet; finish it first (one command at a time).";
 
 impl Commands {
-    pub fn new(session: Session) -> Commands {
+    pub(crate) fn new(session: Session) -> Commands {
         Commands {
             session: Mutex::new(session),
             slot: Mutex::default(),
         }
     }
 
-    pub fn session(&self) -> MutexGuard<'_, Session> {
+    pub(crate) fn session(&self) -> MutexGuard<'_, Session> {
         lock(&self.session)
     }
 
     /// Prepares a command with `prepare`; a sandboxed one gets the ticket for its audit.
-    pub fn prepare(
+    pub(crate) fn prepare(
         &self,
         prepare: impl FnOnce(&mut Session) -> Prepared,
     ) -> (Prepared, Option<Ticket>) {
@@ -96,7 +98,7 @@ impl Commands {
     }
 
     /// The audit after the ticket's command; empty if it was audited already.
-    pub fn finish(&self, ticket: Ticket) -> Vec<Finding> {
+    pub(crate) fn finish(&self, ticket: Ticket) -> Vec<Finding> {
         if !self.take(ticket) {
             return vec![];
         }
@@ -121,7 +123,7 @@ impl Commands {
     }
 
     /// The ticket's command will not be finished (its handle is gone): audit before the next.
-    pub fn abandon(&self, ticket: Ticket) {
+    pub(crate) fn abandon(&self, ticket: Ticket) {
         if self.take(ticket) {
             lock(&self.slot).audit_due = true;
         }

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EditError {
-    pub file: PathBuf,
-    pub message: String,
+pub(crate) struct EditError {
+    pub(crate) file: PathBuf,
+    pub(crate) message: String,
 }
 
 impl std::fmt::Display for EditError {
@@ -28,24 +28,25 @@ impl std::error::Error for EditError {}
 
 /// Where a grant goes in a config file: `section.key`, a list of strings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ListKey {
-    pub section: &'static str,
-    pub key: &'static str,
+pub(crate) struct ListKey {
+    pub(crate) section: &'static str,
+    pub(crate) key: &'static str,
 }
 
-pub const ALLOW_WRITE: ListKey = ListKey {
+pub(crate) const ALLOW_WRITE: ListKey = ListKey {
     section: "filesystem",
     key: "allowWrite",
 };
 
-pub const ALLOWED_DOMAINS: ListKey = ListKey {
+pub(crate) const ALLOWED_DOMAINS: ListKey = ListKey {
     section: "network",
     key: "allowedDomains",
 };
 
 /// `text` (the file's content, None when it does not exist) with `dir` added to
 /// `filesystem.allowWrite` (see `with_entry`). Pure.
-pub fn with_allow_write(
+#[cfg(test)]
+pub(crate) fn with_allow_write(
     file: &Path,
     text: Option<&str>,
     inherited: &[String],
@@ -57,7 +58,7 @@ pub fn with_allow_write(
 /// `text` (the file's content, None when it does not exist) with `entry` added to the list
 /// at `at`. A layer replaces a list it sets, so a file that does not have the list yet starts
 /// from `inherited` (what the layers below it hold), not from nothing. Pure.
-pub fn with_entry(
+pub(crate) fn with_entry(
     file: &Path,
     text: Option<&str>,
     at: ListKey,
@@ -110,7 +111,7 @@ pub fn with_entry(
 
 /// An exclusive `flock` on `path` (created, mode 0600), released when the file is dropped:
 /// read-modify-write edits by several pi processes at once take turns, and none is lost.
-pub fn exclusive_lock(path: &Path) -> std::io::Result<std::fs::File> {
+pub(crate) fn exclusive_lock(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
@@ -134,14 +135,14 @@ pub fn exclusive_lock(path: &Path) -> std::io::Result<std::fs::File> {
 
 /// Whether a config file's `text` sets the list at `at` (then it replaces the lists of the
 /// layers below it). Text that does not parse sets nothing that could apply.
-pub fn sets_list(text: Option<&str>, at: ListKey) -> bool {
+pub(crate) fn sets_list(text: Option<&str>, at: ListKey) -> bool {
     text.and_then(|t| serde_json::from_str::<Value>(t).ok())
         .is_some_and(|root| root.get(at.section).and_then(|s| s.get(at.key)).is_some())
 }
 
 /// Replaces `file` with `content`: a temporary file in the same directory, synced, renamed
 /// over it. The directory is created if missing; an existing file's permissions are kept.
-pub fn replace_file(file: &Path, content: &str) -> Result<(), EditError> {
+pub(crate) fn replace_file(file: &Path, content: &str) -> Result<(), EditError> {
     let err = |message: String| EditError {
         file: file.to_path_buf(),
         message,

@@ -52,7 +52,7 @@ impl Session {
     /// project it keeps read-only (pi loads an extension from it, or a protected link leads
     /// to it), extensions pi loads whose folder holds the project (kept alone: what they
     /// import from beside them stays writable). `None` when there is nothing to say.
-    pub fn kept_notice(&self) -> Option<String> {
+    pub(crate) fn kept_notice(&self) -> Option<String> {
         let guard = self.guard().filter(|g| g.active())?;
         let cwd = &guard.env().cwd;
         let mut cache = crate::policy::protected::GitDirCache::default();
@@ -88,7 +88,7 @@ impl Session {
     }
 
     /// The effective configuration, each value with the file it came from.
-    pub fn describe(&self, network: Option<Network>) -> String {
+    pub(crate) fn describe(&self, network: Option<Network>) -> String {
         let state = self.state.as_ref().map(|l| (&l.config, &l.guard));
         let mut out = crate::session::report::describe(&self.options.env.cwd, state);
         out.push_str(&self.network_report(network));

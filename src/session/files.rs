@@ -16,7 +16,7 @@ use crate::violations::Violation;
 
 /// Why one of pi's file operations did not happen.
 #[derive(Debug)]
-pub enum FileOpError {
+pub(crate) enum FileOpError {
     /// The guard refused it; the reason says why and how to change that.
     Blocked(String),
     Open(OpenError),
@@ -125,7 +125,7 @@ impl Session {
         }
     }
 
-    pub fn check(&self, op: Op, path: &Path) -> Decision {
+    pub(crate) fn check(&self, op: Op, path: &Path) -> Decision {
         match self.guard() {
             Some(g) => {
                 // Which directories are git dirs is a write's question: the index answers
@@ -144,7 +144,7 @@ impl Session {
         }
     }
 
-    pub fn explain(&self, op: Op, path: &Path) -> (Decision, Vec<Step>) {
+    pub(crate) fn explain(&self, op: Op, path: &Path) -> (Decision, Vec<Step>) {
         match self.guard() {
             Some(g) => {
                 let (d, mut steps) = self.judged_with_hooks(
@@ -167,7 +167,7 @@ impl Session {
     }
 
     /// Checks a pi tool call; `None` when the tool is not a guarded file tool.
-    pub fn check_tool(&self, tool: &str, input: &Value) -> Option<ToolCheck> {
+    pub(crate) fn check_tool(&self, tool: &str, input: &Value) -> Option<ToolCheck> {
         // A new tool call: what the user allowed once was for the one before.
         self.once.borrow_mut().clear();
         match self.guard() {
@@ -220,19 +220,19 @@ impl Session {
     }
 
     /// pi's read: the file the guard judged, opened without following links.
-    pub fn read_file(&self, path: &Path) -> Result<Vec<u8>, FileOpError> {
+    pub(crate) fn read_file(&self, path: &Path) -> Result<Vec<u8>, FileOpError> {
         let d = self.judged(Op::Read, path)?;
         Ok(open::read(&d.path)?)
     }
 
     /// pi's write and edit: the judged file's content replaced, links refused.
-    pub fn write_file(&self, path: &Path, content: &[u8]) -> Result<(), FileOpError> {
+    pub(crate) fn write_file(&self, path: &Path, content: &[u8]) -> Result<(), FileOpError> {
         let d = self.judged(Op::Write, path)?;
         Ok(open::write(&d.path, content, open::link_count(&d.path))?)
     }
 
     /// pi's `access` before a read (or an edit, which reads and writes).
-    pub fn access_file(&self, path: &Path, write: bool) -> Result<(), FileOpError> {
+    pub(crate) fn access_file(&self, path: &Path, write: bool) -> Result<(), FileOpError> {
         let d = self.judged(Op::Read, path)?;
         if write {
             self.judged(Op::Write, path)?;
@@ -241,7 +241,7 @@ impl Session {
     }
 
     /// pi's write creates the file's directory first: judged as a write of the directory.
-    pub fn mkdir(&self, dir: &Path) -> Result<(), FileOpError> {
+    pub(crate) fn mkdir(&self, dir: &Path) -> Result<(), FileOpError> {
         let d = self.judged(Op::Write, dir)?;
         Ok(open::mkdir_all(&d.path)?)
     }

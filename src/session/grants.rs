@@ -16,7 +16,7 @@ use crate::shown;
 
 /// Why a grant was not made; said to the user as it is.
 #[derive(Debug)]
-pub enum GrantError {
+pub(crate) enum GrantError {
     /// The guard does not ask about the path: a prompt's answer never lifts a hard block.
     NotAskable {
         path: PathBuf,
@@ -91,7 +91,7 @@ impl std::fmt::Display for GrantError {
 
 /// Where a write grant goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WriteScope {
+pub(crate) enum WriteScope {
     /// This session only, in memory.
     Session,
     /// `<cwd>/.pi/sandbox.json`.
@@ -101,7 +101,7 @@ pub enum WriteScope {
 }
 
 impl WriteScope {
-    pub fn parse(s: &str) -> Option<WriteScope> {
+    pub(crate) fn parse(s: &str) -> Option<WriteScope> {
         match s {
             "session" => Some(WriteScope::Session),
             "project" => Some(WriteScope::Project),
@@ -148,7 +148,7 @@ fn read_config_text(file: &Path) -> Result<Option<String>, GrantError> {
 
 impl Session {
     /// The prompt for a guard decision that asks the user.
-    pub fn prompt_for(&self, decision: &Decision) -> Prompt {
+    pub(crate) fn prompt_for(&self, decision: &Decision) -> Prompt {
         let env = &self.options.env;
         let broad =
             decision.op == Op::Write && self.too_broad(prompts::write_grant_dir(&decision.path));
@@ -192,7 +192,11 @@ impl Session {
     /// memory, or written into the project's or the global config file. The policy is
     /// reloaded, so the next check and the next bash command's mounts include it. Returns
     /// where the grant went.
-    pub fn grant_write(&mut self, path: &Path, scope: WriteScope) -> Result<String, GrantError> {
+    pub(crate) fn grant_write(
+        &mut self,
+        path: &Path,
+        scope: WriteScope,
+    ) -> Result<String, GrantError> {
         let decision = self.askable(Op::Write, path)?;
         if decision.rule == crate::policy::guard::ENV_FILE_RULE {
             return Err(GrantError::EnvFileAsWrite);
@@ -388,7 +392,11 @@ impl Session {
     /// projects": added to network.allowedDomains of that config file (for this project,
     /// while the file is not trusted, for this session instead). `host` is refused if the
     /// rules deny it: a prompt's answer never lifts deniedDomains. Returns what was done.
-    pub fn grant_domain(&mut self, host: &str, scope: WriteScope) -> Result<String, GrantError> {
+    pub(crate) fn grant_domain(
+        &mut self,
+        host: &str,
+        scope: WriteScope,
+    ) -> Result<String, GrantError> {
         let parsed = crate::net::domains::parse_host(host)
             .map_err(|e| GrantError::BadHost(e.to_string()))?;
         let host = parsed.to_string();
@@ -440,7 +448,7 @@ impl Session {
     /// The user allowed an env file (the env prompt): `once` for the tool call being run (a
     /// read, or with `write` a change, which an edit makes after reading), `session` or
     /// `always` through the approvals store (reading and changing it, in both layers).
-    pub fn grant_env_file(
+    pub(crate) fn grant_env_file(
         &mut self,
         path: &Path,
         scope: &str,
@@ -480,13 +488,13 @@ impl Session {
     }
 
     /// The prompt that asks what a command grant covers (after session / always).
-    pub fn command_key_prompt(&self, command: &str) -> Prompt {
+    pub(crate) fn command_key_prompt(&self, command: &str) -> Prompt {
         prompts::command_key(command, &command_keys::prefix_choices(command))
     }
 
     /// The user allowed `command` to run unsandboxed for the session or for good, keyed as
     /// they chose: `exact`, or `prefix:N` (its first N words, simple commands only).
-    pub fn grant_command(
+    pub(crate) fn grant_command(
         &mut self,
         command: &str,
         scope: &str,
@@ -533,13 +541,13 @@ impl Session {
     }
 
     /// The project file as loaded: what it would widen and whether that applies.
-    pub fn project_layer(&self) -> Option<&ProjectLayer> {
+    pub(crate) fn project_layer(&self) -> Option<&ProjectLayer> {
         self.state.as_ref().ok()?.config.project.as_ref()
     }
 
     /// The trust prompt, when the project file widens the rules and its current content has
     /// not been answered yet (`again`: or was declined).
-    pub fn trust_prompt(&self, again: bool) -> Option<Prompt> {
+    pub(crate) fn trust_prompt(&self, again: bool) -> Option<Prompt> {
         self.project_layer()
             .filter(|p| p.needs_answer() || (again && p.trust == Trust::Declined))
             .map(prompts::project_trust)
@@ -547,7 +555,7 @@ impl Session {
 
     /// The user's answer about the project file's current content (`sha256`, as shown in the
     /// prompt: a file changed since is not what they saw, and is not trusted by it).
-    pub fn answer_trust(&mut self, sha256: &str, trusted: bool) -> Result<(), GrantError> {
+    pub(crate) fn answer_trust(&mut self, sha256: &str, trusted: bool) -> Result<(), GrantError> {
         let file = self.options.env.project_config();
         self.refresh();
         if self.project_layer().map(|p| p.sha256.as_str()) != Some(sha256) {
@@ -571,7 +579,7 @@ impl Session {
 
     /// Why the approvals store could not be read (a corrupt file moved aside, a newer
     /// version), if it could not.
-    pub fn approvals_notice(&self) -> Option<&str> {
+    pub(crate) fn approvals_notice(&self) -> Option<&str> {
         self.granted.notice.as_deref()
     }
 }

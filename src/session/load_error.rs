@@ -8,10 +8,10 @@ use crate::policy::guard::GuardError;
 
 /// Why a session has no usable policy. Each carries a stable code for the JS side.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoadError {
-    pub code: &'static str,
-    pub message: String,
-    pub file: Option<PathBuf>,
+pub(crate) struct LoadError {
+    pub(crate) code: &'static str,
+    pub(crate) message: String,
+    pub(crate) file: Option<PathBuf>,
 }
 
 impl LoadError {

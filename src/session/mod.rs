@@ -1,21 +1,21 @@
 //! One pi session's loaded policy: loads the layers, re-reads them when a file changes, and
 //! fails closed while they are broken (every check is refused with the reason).
 
-pub mod approvals;
+pub(crate) mod approvals;
 mod approvals_upgrade;
-pub mod bash;
-pub mod command_keys;
-pub mod commands;
-pub mod config_edit;
+pub(crate) mod bash;
+pub(crate) mod command_keys;
+pub(crate) mod commands;
+pub(crate) mod config_edit;
 mod describe;
-pub mod files;
-pub mod grants;
-pub mod load_error;
+pub(crate) mod files;
+pub(crate) mod grants;
+pub(crate) mod load_error;
 pub(crate) mod network_questions;
-pub mod prompts;
-pub mod report;
+pub(crate) mod prompts;
+pub(crate) mod report;
 pub(crate) mod repos;
-pub mod tools;
+pub(crate) mod tools;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -42,7 +42,7 @@ use crate::violations::{Violation, ViolationLog};
 
 /// A mode name `Mode::parse` does not know.
 #[derive(Debug)]
-pub struct UnknownMode(String);
+pub(crate) struct UnknownMode(String);
 
 impl std::fmt::Display for UnknownMode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -57,12 +57,12 @@ pub(crate) fn parse_mode(raw: &str) -> Result<Mode, UnknownMode> {
 
 /// What a session needs to know beyond the environment.
 #[derive(Debug, Clone)]
-pub struct Options {
-    pub env: Env,
+pub(crate) struct Options {
+    pub(crate) env: Env,
     /// Raw `PI_SANDBOX_APPROVAL_MODE`, validated here.
-    pub approval_mode: Option<String>,
+    pub(crate) approval_mode: Option<String>,
     /// pi's session id: session-scoped approvals belong to it.
-    pub session_id: Option<String>,
+    pub(crate) session_id: Option<String>,
 }
 
 /// The id session-scoped grants are stored under: pi's session id, else this process's.
@@ -138,6 +138,7 @@ fn index_wanted() -> bool {
 
 type Stamp = Vec<Option<(SystemTime, u64)>>;
 
+// `pub`, not `pub(crate)`: an N-API task's output (napi/), which napi-rs declares public.
 pub struct Session {
     options: Options,
     state: Result<Loaded, LoadError>,
@@ -223,7 +224,7 @@ fn stamp_of(files: &[PathBuf]) -> Stamp {
 }
 
 impl Session {
-    pub fn load(options: Options) -> Session {
+    pub(crate) fn load(options: Options) -> Session {
         let log = ViolationLog::in_agent_dir(&options.env.agent_dir);
         let store = Store::in_agent_dir(&options.env.agent_dir).map_err(|e| e.to_string());
         let gate = Arc::new(Gate::new(log.clone(), crate::net::proxy::system_resolver()));
@@ -279,7 +280,7 @@ impl Session {
     }
 
     /// The network gate, to answer its questions from outside the session's lock.
-    pub fn gate(&self) -> Arc<Gate> {
+    pub(crate) fn gate(&self) -> Arc<Gate> {
         self.gate.clone()
     }
 
@@ -289,7 +290,7 @@ impl Session {
     }
 
     /// Re-reads every layer now.
-    pub fn reload(&mut self) {
+    pub(crate) fn reload(&mut self) {
         self.granted = match &self.store {
             Ok(store) => store.load(&self.session_id()).unwrap_or_else(|e| Snapshot {
                 entries: vec![],
@@ -348,7 +349,7 @@ impl Session {
 
     /// Stops what runs in the background for this session (the index, the search for env
     /// files): pi's session is over. Both start again if the session is used after all.
-    pub fn dispose(&mut self) {
+    pub(crate) fn dispose(&mut self) {
         self.index = None;
         self.env_search = None;
     }
@@ -371,7 +372,7 @@ impl Session {
     }
 
     /// The index, to wait for its build without holding the session (see `Commands`).
-    pub fn index(&self) -> Option<Index> {
+    pub(crate) fn index(&self) -> Option<Index> {
         self.index.clone()
     }
 
@@ -382,12 +383,12 @@ impl Session {
 
     /// The search for env files in the home directory, to wait for its first pass without
     /// holding the session (see `Commands`).
-    pub fn env_search(&self) -> Option<crate::surface::env_files::EnvFileSearch> {
+    pub(crate) fn env_search(&self) -> Option<crate::surface::env_files::EnvFileSearch> {
         self.env_search.clone()
     }
 
     /// How bash finds what to protect: the index's state, or why there is none.
-    pub fn index_status(&self) -> String {
+    pub(crate) fn index_status(&self) -> String {
         match &self.index {
             Some(index) => index.status().to_string(),
             None if !index_wanted() => {
@@ -398,7 +399,7 @@ impl Session {
     }
 
     /// Re-reads the layers if one was created, changed or removed since the last load.
-    pub fn refresh(&mut self) -> bool {
+    pub(crate) fn refresh(&mut self) -> bool {
         let changed = stamp_of(&self.config_files()) != self.stamp;
         if changed {
             self.reload();
@@ -461,17 +462,17 @@ impl Session {
         })
     }
 
-    pub fn error(&self) -> Option<&LoadError> {
+    pub(crate) fn error(&self) -> Option<&LoadError> {
         self.state.as_ref().err()
     }
 
-    pub fn guard(&self) -> Option<&Guard> {
+    pub(crate) fn guard(&self) -> Option<&Guard> {
         self.state.as_ref().ok().map(|l| &l.guard)
     }
 
     /// See `Sandbox.hostPath`: `path` without relative entries and entries the agent could
     /// write into (all of them, with no policy loaded).
-    pub fn host_path(&self, path: &str) -> String {
+    pub(crate) fn host_path(&self, path: &str) -> String {
         let Some(guard) = self.guard() else {
             // No policy: only the system directories.
             return path
@@ -498,7 +499,7 @@ impl Session {
     }
 
     /// The variables of pi's environment a sandboxed command does not get, and why.
-    pub fn dropped_env(&self) -> Vec<environment::Dropped> {
+    pub(crate) fn dropped_env(&self) -> Vec<environment::Dropped> {
         match &self.state {
             Ok(l) => {
                 let names = process_env_names();
@@ -511,7 +512,7 @@ impl Session {
     /// The secrets to hide from the model in tools' output: the values of the variables
     /// dropped from the environment, pi's keys (`redact::pi_file_secrets`), and the config's
     /// `redact` lists. Built again when pi's key files or the policy change.
-    pub fn redactor(&self) -> Arc<Redactor> {
+    pub(crate) fn redactor(&self) -> Arc<Redactor> {
         let agent_dir = &self.options.env.agent_dir;
         let stamp = stamp_of(&[agent_dir.join("auth.json"), agent_dir.join("models.json")]);
         let mut cached = self.redactor.borrow_mut();
@@ -551,7 +552,7 @@ impl Session {
         r
     }
 
-    pub fn env(&self) -> &Env {
+    pub(crate) fn env(&self) -> &Env {
         &self.options.env
     }
 
@@ -576,16 +577,16 @@ impl Session {
     }
 
     /// The violation log's last `n` entries, oldest first.
-    pub fn recent_violations(&self, n: usize) -> Vec<Violation> {
+    pub(crate) fn recent_violations(&self, n: usize) -> Vec<Violation> {
         self.log.recent(n)
     }
 
-    pub fn violation_log_path(&self) -> &Path {
+    pub(crate) fn violation_log_path(&self) -> &Path {
         self.log.path()
     }
 
     /// The effective mode: the session's choice, else the config's, else read-write.
-    pub fn mode(&self) -> Mode {
+    pub(crate) fn mode(&self) -> Mode {
         match (&self.mode_override, self.guard()) {
             (Some((m, _)), _) => *m,
             (None, Some(g)) => g.mode().value,
@@ -594,11 +595,11 @@ impl Session {
     }
 
     /// Whether the config turned the sandbox off (`enabled: false`).
-    pub fn enabled(&self) -> bool {
+    pub(crate) fn enabled(&self) -> bool {
         self.guard().is_none_or(|g| g.enabled().value)
     }
 
-    pub fn set_mode(&mut self, raw: &str, how: &str) -> Result<Mode, UnknownMode> {
+    pub(crate) fn set_mode(&mut self, raw: &str, how: &str) -> Result<Mode, UnknownMode> {
         let mode = parse_mode(raw)?;
         self.mode_override = Some((mode, how.to_string()));
         if let Ok(loaded) = &mut self.state {
@@ -608,7 +609,7 @@ impl Session {
     }
 
     /// read-only → read-write → yolo → read-only.
-    pub fn cycle_mode(&mut self, how: &str) -> Mode {
+    pub(crate) fn cycle_mode(&mut self, how: &str) -> Mode {
         let next = self.mode().next();
         self.set_mode(next.as_str(), how).expect("valid mode");
         next

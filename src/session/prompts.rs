@@ -9,25 +9,25 @@ use crate::policy::trust::{ProjectLayer, LISTED};
 use crate::shown;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Choice {
+pub(crate) struct Choice {
     /// What the extension sends back: `abort`, `once`, `session`, `project`, `global`,
     /// `always`, `trust`, `exact`, `prefix:N`.
-    pub id: String,
-    pub label: String,
+    pub(crate) id: String,
+    pub(crate) label: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prompt {
     /// `write`, `envRead`, `envWrite`, `command`, `commandKey`, `trust`, `network`.
-    pub kind: &'static str,
+    pub(crate) kind: &'static str,
     /// The question, with what and why (shown as the dialog's title).
-    pub title: String,
+    pub(crate) title: String,
     /// The first choice is the default and always the one that keeps things blocked.
-    pub choices: Vec<Choice>,
+    pub(crate) choices: Vec<Choice>,
     /// Told to the model after the user chose the first choice (or dismissed the dialog).
-    pub declined: String,
+    pub(crate) declined: String,
     /// Told to the model when there is no UI to ask in.
-    pub no_ui: String,
+    pub(crate) no_ui: String,
 }
 
 fn choice(id: &str, label: impl Into<String>) -> Choice {
@@ -39,13 +39,13 @@ fn choice(id: &str, label: impl Into<String>) -> Choice {
 
 /// Where the answers "for this project" and "for all projects" write a grant.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct GrantFiles {
-    pub project: PathBuf,
-    pub global: PathBuf,
+pub(crate) struct GrantFiles {
+    pub(crate) project: PathBuf,
+    pub(crate) global: PathBuf,
     /// The project's file applies as written (absent, only tightening, or trusted). If not,
     /// an entry added to it waits for the user's trust, and the grant holds for this
     /// session only: its option must not promise more.
-    pub project_applies: bool,
+    pub(crate) project_applies: bool,
 }
 
 /// The four answers a blocked write and an unknown host share: keep it blocked (the first,
@@ -73,14 +73,14 @@ fn scope_choices(what: &str, files: &GrantFiles) -> Vec<Choice> {
 }
 
 /// The directory a write grant adds to allowWrite: the one the file is written in.
-pub fn write_grant_dir(path: &Path) -> &Path {
+pub(crate) fn write_grant_dir(path: &Path) -> &Path {
     path.parent().unwrap_or(path)
 }
 
 /// A write or edit outside allowWrite (the guard's `prompt` for a write). `broad`: the
 /// directory a grant would open holds the home directory or the session's (`/`, `~`, an
 /// ancestor): only Abort is offered, a grant that wide is for the config file.
-pub fn write_outside(decision: &Decision, files: &GrantFiles, broad: bool) -> Prompt {
+pub(crate) fn write_outside(decision: &Decision, files: &GrantFiles, broad: bool) -> Prompt {
     let path = shown::path(&decision.path);
     let dir = shown::path(write_grant_dir(&decision.path));
     let (rule, source) = (shown::text(&decision.rule), shown::text(&decision.source));
@@ -111,7 +111,7 @@ pub fn write_outside(decision: &Decision, files: &GrantFiles, broad: bool) -> Pr
 
 /// A read of a sensitive env file in approval mode `ask`, or (`decision.op` write) an
 /// overwrite of one the agent may not read yet.
-pub fn env_file(decision: &Decision) -> Prompt {
+pub(crate) fn env_file(decision: &Decision) -> Prompt {
     let path = shown::path(&decision.path);
     let (kind, question, once, declined) = match decision.op {
         Op::Read => (
@@ -146,7 +146,7 @@ pub fn env_file(decision: &Decision) -> Prompt {
 }
 
 /// A bash command that would run without an OS sandbox (none works here).
-pub fn unsandboxed_command(command: &str, why_no_sandbox: &str) -> Prompt {
+pub(crate) fn unsandboxed_command(command: &str, why_no_sandbox: &str) -> Prompt {
     Prompt {
         kind: "command",
         title: format!(
@@ -169,7 +169,7 @@ pub fn unsandboxed_command(command: &str, why_no_sandbox: &str) -> Prompt {
 /// After "allow for this session / always": what exactly the grant covers. The command and
 /// its words are shown whole (the user grants exactly them), escaped; a word holding a
 /// space is quoted, so that the words are told apart.
-pub fn command_key(command: &str, prefixes: &[Vec<String>]) -> Prompt {
+pub(crate) fn command_key(command: &str, prefixes: &[Vec<String>]) -> Prompt {
     let word = |w: &String| {
         if w.is_empty() || w.chars().any(|c| c.is_whitespace() || c == '\'') {
             format!("'{}'", shown::text(w))
@@ -203,7 +203,7 @@ pub fn command_key(command: &str, prefixes: &[Vec<String>]) -> Prompt {
 /// A sandboxed command wants to reach a host that neither network list names. `local`: the
 /// host is this machine's loopback or a non-public address (the local network), and the
 /// question says so: what listens there is not the internet.
-pub fn network_host(host: &str, port: u16, local: bool, files: &GrantFiles) -> Prompt {
+pub(crate) fn network_host(host: &str, port: u16, local: bool, files: &GrantFiles) -> Prompt {
     let host = shown::name(host);
     let what = if local {
         format!("{host} is THIS machine or its local network, not the internet: whatever listens there (a database, a dev server, an admin interface, a cloud metadata service) would take the command's requests, on any port.")
@@ -231,7 +231,7 @@ pub fn network_host(host: &str, port: u16, local: bool, files: &GrantFiles) -> P
 /// widenings first (the sandbox off, writes reaching the home or above the project, then
 /// other writes outside it, hosts and sockets), at most `LISTED`, the rest counted: a long
 /// list cannot push the line that matters off the screen.
-pub fn project_trust(layer: &ProjectLayer) -> Prompt {
+pub(crate) fn project_trust(layer: &ProjectLayer) -> Prompt {
     let all = layer.by_weight();
     let mut list: Vec<String> = all
         .iter()
@@ -262,7 +262,7 @@ pub fn project_trust(layer: &ProjectLayer) -> Prompt {
 
 /// The prompt for a guard decision that asks (`Verdict::Prompt`): a write outside allowWrite
 /// (`broad` as in `write_outside`), or an env file's read or overwrite.
-pub fn for_decision(decision: &Decision, files: &GrantFiles, broad: bool) -> Prompt {
+pub(crate) fn for_decision(decision: &Decision, files: &GrantFiles, broad: bool) -> Prompt {
     if decision.op == Op::Write && decision.rule != ENV_FILE_RULE {
         write_outside(decision, files, broad)
     } else {

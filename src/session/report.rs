@@ -13,7 +13,7 @@ use crate::shown;
 /// The effective configuration of the session in `cwd`, each value with the file it came
 /// from; or why it could not be loaded. Every path and entry is shown through `shown`: a
 /// config file and the disk choose them.
-pub fn describe(cwd: &Path, state: Result<(&Config, &Guard), &LoadError>) -> String {
+pub(crate) fn describe(cwd: &Path, state: Result<(&Config, &Guard), &LoadError>) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,

@@ -11,26 +11,32 @@ use crate::paths;
 use crate::policy::guard::{ApprovalMode, Decision, Guard, KnownGitDirs, Op, Verdict};
 
 /// rg glob that keeps env files out of grep results (rg's globs without `/` match names).
-pub const ENV_FILE_EXCLUDE_GLOB: &str = "!{.env,.env.*}";
+pub(crate) const ENV_FILE_EXCLUDE_GLOB: &str = "!{.env,.env.*}";
 
 /// The guard's answer for one tool call, plus an input change the extension must apply.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolCheck {
-    pub decision: Decision,
+pub(crate) struct ToolCheck {
+    pub(crate) decision: Decision,
     /// `(input key, new value)`; applied before pi runs the tool (grep's `glob`).
-    pub patch: Option<(String, String)>,
+    pub(crate) patch: Option<(String, String)>,
 }
 
-pub const GUARDED_TOOLS: &[&str] = &["read", "write", "edit", "grep", "find", "ls"];
+pub(crate) const GUARDED_TOOLS: &[&str] = &["read", "write", "edit", "grep", "find", "ls"];
 
 /// Checks one call of a built-in file tool. `None` for tools the path guard does not cover.
-pub fn check_tool(guard: &Guard, tool: &str, input: &Value, home: &Path) -> Option<ToolCheck> {
+#[cfg(test)]
+pub(crate) fn check_tool(
+    guard: &Guard,
+    tool: &str,
+    input: &Value,
+    home: &Path,
+) -> Option<ToolCheck> {
     check_tool_with(guard, tool, input, home, &|_| None)
 }
 
 /// `check_tool`, with `known` answering which directories are git dirs where it can (see
 /// `Guard::check_with`).
-pub fn check_tool_with(
+pub(crate) fn check_tool_with(
     guard: &Guard,
     tool: &str,
     input: &Value,

@@ -29,7 +29,7 @@ fn baseline_time() -> Option<SystemTime> {
 /// so that what one session's commands wrote is not the user's in the next session either
 /// (a stage planted in one session and armed in the next). None when it cannot be read or
 /// recorded: then nothing counts as the user's (fail closed).
-pub fn first_session_time(agent_dir: &Path) -> Option<SystemTime> {
+pub(crate) fn first_session_time(agent_dir: &Path) -> Option<SystemTime> {
     let file = agent_dir.join("sandbox-first-session");
     let parse = |text: &str| -> Option<SystemTime> {
         let (secs, nanos) = text.trim().split_once('.')?;
@@ -65,13 +65,13 @@ use crate::surface::scan::{fingerprinted_content, Found, Scan, FP_LINK, LINK_TAR
 
 /// What was done about one new or changed path.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finding {
-    pub path: PathBuf,
+pub(crate) struct Finding {
+    pub(crate) path: PathBuf,
     /// Where it was moved, if it was.
-    pub moved_to: Option<PathBuf>,
-    pub why: String,
+    pub(crate) moved_to: Option<PathBuf>,
+    pub(crate) why: String,
     /// It could not be neutralised: bash stays blocked while it is there.
-    pub blocking: bool,
+    pub(crate) blocking: bool,
 }
 
 impl fmt::Display for Finding {
@@ -91,7 +91,7 @@ impl fmt::Display for Finding {
 
 /// The protected paths seen just before a command, to judge what it created or changed.
 #[derive(Debug)]
-pub struct Auditor {
+pub(crate) struct Auditor {
     /// Where what is moved aside goes.
     quarantine: Quarantine,
     /// The git dirs at the baseline: one the scan finds after the command is new.
@@ -114,7 +114,7 @@ pub struct Auditor {
 impl Auditor {
     /// An auditor that takes what changed before `since` for the user's (see
     /// `first_session_time`; None: nothing is).
-    pub fn new(quarantine: Quarantine, since: Option<SystemTime>) -> Auditor {
+    pub(crate) fn new(quarantine: Quarantine, since: Option<SystemTime>) -> Auditor {
         Auditor {
             quarantine,
             git_dirs: Default::default(),
@@ -127,7 +127,7 @@ impl Auditor {
 
     /// Records what exists just before a command: only what appears or changes after it is
     /// suspect.
-    pub fn baseline(&mut self, scan: &Scan) {
+    pub(crate) fn baseline(&mut self, scan: &Scan) {
         self.ways.clear();
         self.git_dirs = scan.git_dirs.iter().cloned().collect();
         for f in compared(scan) {
@@ -153,7 +153,7 @@ impl Auditor {
     }
 
     /// Records paths the sandbox made itself (placeholders).
-    pub fn baseline_paths(&mut self, paths: &[PathBuf]) {
+    pub(crate) fn baseline_paths(&mut self, paths: &[PathBuf]) {
         for p in paths {
             self.known.entry(p.clone()).or_default();
         }
@@ -161,14 +161,14 @@ impl Auditor {
 
     /// Compares `now` (scanned after the command) with the baseline and neutralises what is
     /// new or changed.
-    pub fn after(&mut self, now: &Scan) -> Vec<Finding> {
+    pub(crate) fn after(&mut self, now: &Scan) -> Vec<Finding> {
         self.after_only(now, |_| true)
     }
 
     /// `after`, judging only what makes a directory a git dir or points git at one (a
     /// `commondir`, a gitfile). Run first: what those make protected, or exempt from
     /// denyWrite as git's data, is only known once they are gone (see `Session`).
-    pub fn after_structural(&mut self, now: &Scan) -> Vec<Finding> {
+    pub(crate) fn after_structural(&mut self, now: &Scan) -> Vec<Finding> {
         self.after_only(now, |f| {
             matches!(&f.why, Protection::Surface(h) if match h.entry.place {
                 Place::GitFile => true,
@@ -612,7 +612,7 @@ fn put_back(path: &Path, restore: Option<&[u8]>) -> Option<Finding> {
 impl Auditor {
     /// Blocks bash on `path` with `why` (a finding the caller could not settle); it is tried
     /// again, and lifted, like any blocking finding.
-    pub fn block(&mut self, path: &Path, why: &str) -> Finding {
+    pub(crate) fn block(&mut self, path: &Path, why: &str) -> Finding {
         if std::fs::symlink_metadata(path).is_ok() {
             self.blocked.push(Found {
                 path: path.to_path_buf(),
@@ -630,7 +630,7 @@ impl Auditor {
 
     /// Tries again to neutralise what blocked bash; returns what still blocks it (empty:
     /// bash may run). A path the user removed or made safe no longer blocks.
-    pub fn retry_blocked(&mut self) -> Vec<Finding> {
+    pub(crate) fn retry_blocked(&mut self) -> Vec<Finding> {
         let mut still = Vec::new();
         let mut remaining = Vec::new();
         for found in std::mem::take(&mut self.blocked) {

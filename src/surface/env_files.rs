@@ -75,7 +75,7 @@ fn is_remote(fstype: &str) -> bool {
 
 /// The search, shared by the session and its thread; dropping the last handle stops it.
 #[derive(Clone)]
-pub struct EnvFileSearch {
+pub(crate) struct EnvFileSearch {
     shared: Arc<Shared>,
     _stop: Arc<StopOnDrop>,
 }
@@ -90,6 +90,8 @@ enum State {
     Searching,
     Found {
         files: Arc<Vec<PathBuf>>,
+        /// How many passes have ended: the tests wait for the next one.
+        #[cfg_attr(not(test), allow(dead_code))]
         passes: u64,
         /// When the pass ended: an answer older than `STALE` means the passes stopped
         /// ending (a file system hung mid-session), and is not used.
@@ -114,7 +116,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl EnvFileSearch {
     /// Starts searching `home` on a thread of its own.
-    pub fn start(home: &Path) -> EnvFileSearch {
+    pub(crate) fn start(home: &Path) -> EnvFileSearch {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::Searching),
             changed: Condvar::new(),
@@ -138,13 +140,13 @@ impl EnvFileSearch {
     }
 
     /// Waits (at most `FIRST_WAIT`) for the first pass to end.
-    pub fn wait_ready(&self) {
+    pub(crate) fn wait_ready(&self) {
         let _ = self.found();
     }
 
     /// The env files the last pass found (waiting at most `FIRST_WAIT` for the first), or
     /// why there is no answer: then bash cannot know what to hide, and is refused.
-    pub fn found(&self) -> Result<Arc<Vec<PathBuf>>, String> {
+    pub(crate) fn found(&self) -> Result<Arc<Vec<PathBuf>>, String> {
         let deadline = Instant::now() + FIRST_WAIT;
         let mut state = lock(&self.shared.state);
         loop {
@@ -170,7 +172,8 @@ impl EnvFileSearch {
     }
 
     /// How many passes have ended (the tests wait for the next one).
-    pub fn passes(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn passes(&self) -> u64 {
         match &*lock(&self.shared.state) {
             State::Found { passes, .. } => *passes,
             _ => 0,

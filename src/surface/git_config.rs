@@ -57,9 +57,9 @@ pub(crate) const SAFE_GIT_KEYS: &[&str] = &[
 pub(crate) struct Entry {
     /// `section[.subsection].name`: section and name lower-cased by git, the subsection as
     /// written (it may hold dots and any byte but newline and NUL).
-    pub key: Vec<u8>,
+    pub(crate) key: Vec<u8>,
     /// None for a key written alone (git's boolean true); `Some("")` for `key =`.
-    pub value: Option<Vec<u8>>,
+    pub(crate) value: Option<Vec<u8>>,
 }
 
 /// The entries of a config file holding `content`, as the system git lists them: read from
@@ -125,7 +125,7 @@ pub(crate) fn is_safe(pattern: &str) -> bool {
 /// not hold, key and value alike: what a command added to a config git may legitimately
 /// rewrite. `before` is read by git too; one git cannot read holds nothing. Err: `after`
 /// cannot be judged (see `entries`), which counts as unsafe.
-pub fn added_unsafe_keys(
+pub(crate) fn added_unsafe_keys(
     before: Option<&[u8]>,
     after: &[u8],
     name: &Path,
@@ -146,7 +146,8 @@ pub fn added_unsafe_keys(
 }
 
 /// The keys of `text` a fresh repository should not have.
-pub fn unsafe_keys(text: &[u8], name: &Path) -> Result<Vec<String>, String> {
+#[cfg(test)]
+pub(crate) fn unsafe_keys(text: &[u8], name: &Path) -> Result<Vec<String>, String> {
     added_unsafe_keys(None, text, name)
 }
 

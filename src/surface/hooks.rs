@@ -30,14 +30,14 @@ const GIT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The repository around `dir`: its git dir and worktree (`.git` directory or gitfile in
 /// `dir` or an ancestor). None outside any repository.
-pub fn enclosing_repo(dir: &Path) -> Option<(PathBuf, PathBuf)> {
+pub(crate) fn enclosing_repo(dir: &Path) -> Option<(PathBuf, PathBuf)> {
     repo_within(dir, Path::new("/"))
 }
 
 /// The repository whose worktree holds `dir`, looking no higher than `top`: the nearest
 /// `.git` directory or gitfile (followed to its git dir) in `dir` or an ancestor below `top`.
 /// (git dir, worktree).
-pub fn repo_within(dir: &Path, top: &Path) -> Option<(PathBuf, PathBuf)> {
+pub(crate) fn repo_within(dir: &Path, top: &Path) -> Option<(PathBuf, PathBuf)> {
     for d in dir.ancestors().take_while(|a| a.starts_with(top)) {
         let dot_git = d.join(".git");
         match std::fs::symlink_metadata(&dot_git) {
@@ -58,12 +58,12 @@ pub fn repo_within(dir: &Path, top: &Path) -> Option<(PathBuf, PathBuf)> {
 /// husky layout (`<dir>/_` wrappers that run `<dir>/<hook>`), and every config file the
 /// repository's config includes. Empty when there are none, or when no system git is there
 /// to ask (the table's `.git/hooks` and `.git/config` still apply).
-pub fn git_paths(git_dir: &Path, worktree: &Path, home: &Path) -> Vec<GitPath> {
+pub(crate) fn git_paths(git_dir: &Path, worktree: &Path, home: &Path) -> Vec<GitPath> {
     git_paths_in(git_dir, worktree, home).unwrap_or_default()
 }
 
 /// `git_paths`, or None when git could not say (no system git, a failure, the time limit).
-pub fn git_paths_in(git_dir: &Path, worktree: &Path, home: &Path) -> Option<Vec<GitPath>> {
+pub(crate) fn git_paths_in(git_dir: &Path, worktree: &Path, home: &Path) -> Option<Vec<GitPath>> {
     let config = core_config(git_dir, Some(worktree), home)?;
     let mut out = config.included_paths(git_dir, home);
     if let Some(value) = &config.hooks_path {
@@ -77,7 +77,7 @@ pub fn git_paths_in(git_dir: &Path, worktree: &Path, home: &Path) -> Option<Vec<
 /// the worktree a linked worktree's admin dir links back to (its `gitdir` file), or the git
 /// dir itself for a bare repository. None when git could not say, or where a relative
 /// `core.hooksPath` would be relative to is not known: what is known is kept.
-pub fn git_paths_of(git_dir: &Path, home: &Path) -> Option<Vec<GitPath>> {
+pub(crate) fn git_paths_of(git_dir: &Path, home: &Path) -> Option<Vec<GitPath>> {
     let named_dot_git = git_dir.file_name().is_some_and(|n| n == ".git");
     let linked = || {
         let gitfile = crate::policy::protected::worktree_back_link(git_dir)?;
@@ -106,12 +106,12 @@ pub fn git_paths_of(git_dir: &Path, home: &Path) -> Option<Vec<GitPath>> {
 /// The config files of `git_dir` whose change can change what `git_paths` says of it,
 /// besides those of every repository (`user_config_files`) and the files it includes
 /// (`GitPathKind::Config` entries).
-pub fn repo_config_files(git_dir: &Path) -> [PathBuf; 2] {
+pub(crate) fn repo_config_files(git_dir: &Path) -> [PathBuf; 2] {
     [git_dir.join("config"), git_dir.join("config.worktree")]
 }
 
 /// The user's and the system's config files, which git reads for every repository.
-pub fn user_config_files(home: &Path) -> [PathBuf; 3] {
+pub(crate) fn user_config_files(home: &Path) -> [PathBuf; 3] {
     let xdg = std::env::var_os("XDG_CONFIG_HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|| home.join(".config"));
@@ -479,9 +479,9 @@ fn ask_git_config(
 #[derive(Debug)]
 pub(crate) struct GitRun {
     /// The exit code; None when a signal ended it.
-    pub code: Option<i32>,
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
+    pub(crate) code: Option<i32>,
+    pub(crate) stdout: Vec<u8>,
+    pub(crate) stderr: Vec<u8>,
 }
 
 /// Why git gave no answer.

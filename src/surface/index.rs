@@ -30,7 +30,7 @@ use crate::surface::scan::{
 
 /// How far the index can be trusted, for `/sandbox` and the footer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Status {
+pub(crate) enum Status {
     /// Walking the trees for the first time; a command waits for it.
     Building,
     /// Current: commands cost what changed.
@@ -108,7 +108,7 @@ enum State {
 
 /// The index of one session's writable trees, shared with the thread that builds it.
 #[derive(Clone)]
-pub struct Index {
+pub(crate) struct Index {
     shared: Arc<(Mutex<State>, Condvar)>,
     /// How often a query had to rebuild it (overflow, other roots).
     rebuilds: Arc<std::sync::atomic::AtomicUsize>,
@@ -127,7 +127,7 @@ enum Lost {
 
 impl Index {
     /// Starts building the index for `guard`'s writable trees on a thread of its own.
-    pub fn start(guard: &Guard) -> Index {
+    pub(crate) fn start(guard: &Guard) -> Index {
         let index = Index {
             shared: Arc::new((Mutex::new(State::Building), Condvar::new())),
             rebuilds: Default::default(),
@@ -157,7 +157,7 @@ impl Index {
 
     /// The guard now judges some indexed paths differently (it shares its hooks directories
     /// with the index's copy): rebuild before the next answer.
-    pub fn invalidate(&self) {
+    pub(crate) fn invalidate(&self) {
         self.stale.store(true, std::sync::atomic::Ordering::SeqCst);
         let mut state = self.shared.0.lock().unwrap_or_else(|e| e.into_inner());
         self.apply_staleness(&mut state);
@@ -173,7 +173,7 @@ impl Index {
 
     /// Runs `f` with what the index knows of git dirs, brought up to date first; while it is
     /// being built or cannot be trusted, `f` is told nothing (the disk answers).
-    pub fn with_git_dirs<R>(&self, f: impl FnOnce(KnownGitDirs) -> R) -> R {
+    pub(crate) fn with_git_dirs<R>(&self, f: impl FnOnce(KnownGitDirs) -> R) -> R {
         let mut state = self.lock();
         let State::Ready(tree) = &mut *state else {
             return f(&|_| None);
@@ -210,7 +210,7 @@ impl Index {
     /// say (not built, not trusted, or a directory on the way not indexed). Asked right after
     /// a judgement that brought the index up to date (`with_git_dirs`), so it reads no events
     /// itself: a `.git` made in between is as late as one made after a look at the disk.
-    pub fn repo_within(&self, dir: &Path, top: &Path) -> Option<Option<(PathBuf, PathBuf)>> {
+    pub(crate) fn repo_within(&self, dir: &Path, top: &Path) -> Option<Option<(PathBuf, PathBuf)>> {
         let mut state = self.lock();
         let State::Ready(tree) = &mut *state else {
             return None;
@@ -223,7 +223,7 @@ impl Index {
 
     /// Waits until the first build is done (a query would wait for it too; this lets a caller
     /// wait without holding its own locks).
-    pub fn wait_ready(&self) {
+    pub(crate) fn wait_ready(&self) {
         drop(self.built());
     }
 
@@ -239,12 +239,13 @@ impl Index {
     }
 
     /// How often a query had to rebuild the index.
-    pub fn rebuilds(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn rebuilds(&self) -> usize {
         self.rebuilds.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Never waits: pi's main thread shows it.
-    pub fn status(&self) -> Status {
+    pub(crate) fn status(&self) -> Status {
         let state = match self.shared.0.try_lock() {
             Ok(state) => state,
             Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
@@ -261,7 +262,7 @@ impl Index {
     }
 
     /// What the scan would find now, for `guard` (waits while the index is being built).
-    pub fn scan(&self, guard: &Guard) -> Scan {
+    pub(crate) fn scan(&self, guard: &Guard) -> Scan {
         let mut state = self.built();
         let roots = scanned_roots(guard);
         let answer = |state: &mut State| match state {

@@ -214,13 +214,13 @@ mod tests_support {
     use super::*;
     use std::fs;
 
-    pub struct World {
-        pub _t: tempfile::TempDir,
-        pub root: PathBuf,
-        pub guard: Guard,
+    pub(crate) struct World {
+        pub(crate) _t: tempfile::TempDir,
+        pub(crate) root: PathBuf,
+        pub(crate) guard: Guard,
     }
 
-    pub fn world() -> World {
+    pub(crate) fn world() -> World {
         let t = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
         let root = fs::canonicalize(t.path()).unwrap();
         let env = crate::policy::config::Env::under(&root);
@@ -235,7 +235,7 @@ mod tests_support {
 
     /// The index's answer, which must be the full scan's; and what it says of git dirs, which
     /// must be what the disk says.
-    pub fn check(index: &Index, w: &World, step: &str) {
+    pub(crate) fn check(index: &Index, w: &World, step: &str) {
         let mut dirs = vec![w.guard.env().cwd.clone()];
         let mut i = 0;
         while i < dirs.len() {

@@ -16,14 +16,14 @@ pub(crate) const DIR_NAME: &str = "sandbox-quarantine";
 
 /// The quarantine of one project.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Quarantine {
+pub(crate) struct Quarantine {
     root: PathBuf,
 }
 
 impl Quarantine {
     /// `<agent dir>/sandbox-quarantine/<project>`, the project named as pi names its session
     /// folders (`--home-u-proj--`), so the user finds it next to what they know.
-    pub fn for_project(agent_dir: &Path, cwd: &Path) -> Quarantine {
+    pub(crate) fn for_project(agent_dir: &Path, cwd: &Path) -> Quarantine {
         let mut name = b"--".to_vec();
         let cwd = cwd.as_os_str().as_bytes();
         name.extend(cwd.strip_prefix(b"/").unwrap_or(cwd).iter().map(|&b| {
@@ -39,14 +39,10 @@ impl Quarantine {
         }
     }
 
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
     /// Moves `path` into a new folder of the quarantine and returns where it is now. Across
     /// file systems it is copied (links as links, modes kept) and then removed; a copy that
     /// cannot be finished removes nothing.
-    pub fn move_aside(&self, path: &Path) -> Result<PathBuf, String> {
+    pub(crate) fn move_aside(&self, path: &Path) -> Result<PathBuf, String> {
         std::fs::create_dir_all(&self.root)
             .map_err(|e| format!("cannot create {}: {e}", self.root.display()))?;
         let stamp = stamp();
@@ -132,7 +128,7 @@ mod tests {
     fn the_project_is_named_as_pi_names_its_session_folders() {
         let q = Quarantine::for_project(Path::new("/a/agent"), Path::new("/home/u/my proj"));
         assert_eq!(
-            q.root(),
+            q.root,
             Path::new("/a/agent/sandbox-quarantine/--home-u-my proj--")
         );
     }
@@ -147,7 +143,7 @@ mod tests {
         let q = Quarantine::for_project(&t.path().join("agent"), &t.path().join("proj"));
         let to = q.move_aside(&hooks).unwrap();
         assert!(!hooks.exists());
-        assert!(to.starts_with(q.root()));
+        assert!(to.starts_with(&q.root));
         assert_eq!(to.file_name().unwrap(), "hooks.quarantined");
         assert_eq!(
             std::fs::read_to_string(to.join("pre-commit")).unwrap(),

@@ -13,48 +13,48 @@ use crate::surface::protected_links;
 
 /// One protected path found in the writable trees.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Found {
-    pub path: PathBuf,
-    pub why: Protection,
+pub(crate) struct Found {
+    pub(crate) path: PathBuf,
+    pub(crate) why: Protection,
     /// For entries the audit compares by content (symlinks, `Keep::Audit` files): what the
     /// path held (a link's target, a file's bytes). Empty for the rest.
-    pub fingerprint: Vec<u8>,
+    pub(crate) fingerprint: Vec<u8>,
 }
 
 /// What `scan_protected` found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Scan {
+pub(crate) struct Scan {
     /// Paths bash binds read-only.
-    pub protected: Vec<Found>,
+    pub(crate) protected: Vec<Found>,
     /// `Keep::Audit` entries: not mounted, compared after each command.
-    pub audited: Vec<Found>,
+    pub(crate) audited: Vec<Found>,
     /// Every git dir found (each gets its hooks placeholder).
-    pub git_dirs: Vec<PathBuf>,
+    pub(crate) git_dirs: Vec<PathBuf>,
     /// Other names of protected files, also in `protected`: the targets of protected names
     /// that are symlinks, and hard links to protected files. The path guard needs them: its
     /// rules name the protected paths, not these.
-    pub second_names: Vec<Found>,
+    pub(crate) second_names: Vec<Found>,
     /// Env files bash hides outside the indexed trees: in the session directory's ancestors
     /// (a monorepo's root `.env`) and the home directory. Listed at each command
     /// (`env_files_around`), not by the index or the full scan.
-    pub hidden_env_files: Vec<PathBuf>,
+    pub(crate) hidden_env_files: Vec<PathBuf>,
 }
 
 impl Scan {
-    pub fn all(&self) -> impl Iterator<Item = &Found> {
+    pub(crate) fn all(&self) -> impl Iterator<Item = &Found> {
         self.protected.iter().chain(&self.audited)
     }
 }
 
 /// The fingerprint of a protected link's target that does not exist.
-pub const LINK_TARGET_MISSING: &[u8] = b"missing-link-target";
+pub(crate) const LINK_TARGET_MISSING: &[u8] = b"missing-link-target";
 /// How a fingerprint records a symlink: this, then its target.
-pub const FP_LINK: &[u8] = b"link:";
+pub(crate) const FP_LINK: &[u8] = b"link:";
 /// How a fingerprint records a regular file: this, then its content.
 const FP_FILE: &[u8] = b"file:";
 
 /// The content a fingerprint records, when it records a regular file's.
-pub fn fingerprinted_content(fingerprint: &[u8]) -> Option<&[u8]> {
+pub(crate) fn fingerprinted_content(fingerprint: &[u8]) -> Option<&[u8]> {
     fingerprint.strip_prefix(FP_FILE)
 }
 
@@ -83,7 +83,7 @@ fn fingerprint(path: &Path, meta: &std::fs::Metadata) -> Vec<u8> {
 /// skipped directories; names are OS strings, whatever their encoding. Symlinks are not
 /// followed, but a protected name that is a symlink protects its target too. A file with
 /// several hard links to a protected file is protected under every name.
-pub fn scan_protected(guard: &Guard, roots: &[PathBuf]) -> Scan {
+pub(crate) fn scan_protected(guard: &Guard, roots: &[PathBuf]) -> Scan {
     let mut scan = Scan::default();
     let mut git = GitDirCache::default();
     let roots = scan_roots(roots);
@@ -141,11 +141,11 @@ pub(crate) fn scan_roots(roots: &[PathBuf]) -> Vec<PathBuf> {
 /// How the scan treats one entry of the writable trees.
 pub(crate) struct Judged {
     /// It is a directory git would use as a git dir.
-    pub git_dir: bool,
+    pub(crate) git_dir: bool,
     /// Why the guard keeps it read-only, if it does.
-    pub protection: Option<Protection>,
+    pub(crate) protection: Option<Protection>,
     /// Whether the walk goes below it (a protected directory is bound whole).
-    pub walk: Walk,
+    pub(crate) walk: Walk,
 }
 
 /// Judges `path` (of type `file_type`, from its directory listing) as the scan does.
@@ -504,7 +504,7 @@ fn collect_linked_inodes(
 /// session's directory even when a config leaves it out of allowWrite. Beyond what may be
 /// written, they hold the env files bash must hide (in read-only mode, or a project that
 /// narrowed allowWrite to `./src`); findings outside the writable trees mount nothing else.
-pub fn scanned_roots(guard: &Guard) -> Vec<PathBuf> {
+pub(crate) fn scanned_roots(guard: &Guard) -> Vec<PathBuf> {
     let mut roots = allow_write_roots(guard);
     let cwd = &guard.env().cwd;
     if !roots.iter().any(|r| cwd.starts_with(r)) {
@@ -529,7 +529,7 @@ pub(crate) fn allow_write_roots(guard: &Guard) -> Vec<PathBuf> {
 /// trees the index covers. One directory listing each, kept in `listings` while the
 /// directory's modification time says no name was added, removed or renamed there: a
 /// monorepo's root `.env` or `~/.env` is where a command would look next.
-pub fn env_files_around(guard: &Guard, listings: &mut EnvFileListings) -> Vec<PathBuf> {
+pub(crate) fn env_files_around(guard: &Guard, listings: &mut EnvFileListings) -> Vec<PathBuf> {
     if !guard.hides_env_files() {
         return vec![];
     }
@@ -557,7 +557,7 @@ pub fn env_files_around(guard: &Guard, listings: &mut EnvFileListings) -> Vec<Pa
 /// The env files in directories outside the indexed trees, each directory's listing kept
 /// while its identity and times say nothing changed (`env_files::relisted`).
 #[derive(Default)]
-pub struct EnvFileListings {
+pub(crate) struct EnvFileListings {
     dirs: HashMap<PathBuf, crate::surface::env_files::Listed>,
 }
 

@@ -18,11 +18,11 @@ use crate::platform::mounts::{MountKind, MountPlan};
 use crate::policy::bash::{Features, Network};
 
 /// The fd on which bwrap finds its options (`--args`); `BwrapArgs::fds` follow it.
-pub const ARGS_FD: u32 = 3;
+pub(crate) const ARGS_FD: u32 = 3;
 
 /// What bwrap reads from one of the fds its options name.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FdSource {
+pub(crate) enum FdSource {
     /// The command's script (`--ro-bind-data`).
     Script,
     /// The `i`th seccomp program (`--add-seccomp-fd`).
@@ -42,11 +42,11 @@ pub enum FdSource {
 
 /// bwrap's options and what each fd they name must hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BwrapArgs {
+pub(crate) struct BwrapArgs {
     /// Everything up to and including `--`, then the command.
-    pub args: Vec<OsString>,
+    pub(crate) args: Vec<OsString>,
     /// `fds[i]` is expected on fd `ARGS_FD + 1 + i`.
-    pub fds: Vec<FdSource>,
+    pub(crate) fds: Vec<FdSource>,
 }
 
 impl BwrapArgs {
@@ -56,7 +56,7 @@ impl BwrapArgs {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BwrapError {
+pub(crate) enum BwrapError {
     NulByte {
         path: PathBuf,
     },
@@ -106,30 +106,30 @@ fn check(path: &Path) -> Result<(), BwrapError> {
 
 /// What a run adds to the mount plan.
 #[derive(Debug, Clone, Copy)]
-pub struct Extras<'a> {
-    pub features: Features,
+pub(crate) struct Extras<'a> {
+    pub(crate) features: Features,
     /// How many seccomp programs are loaded, in order, each from its own fd.
-    pub filters: usize,
+    pub(crate) filters: usize,
     /// Environment variables the command does not get.
-    pub unset_env: &'a [String],
+    pub(crate) unset_env: &'a [String],
     /// Environment variables set for the command (`environment::cache_redirects`).
-    pub set_env: &'a [(String, String)],
+    pub(crate) set_env: &'a [(String, String)],
     /// Run the command under `pi-sandbox-init` (the socket supervisor's filter).
-    pub supervised: bool,
+    pub(crate) supervised: bool,
     /// `pi-sandbox-init` runs straight from the fd it inherits, rather than from a copy bwrap
     /// writes into the private /tmp for every command (a megabyte: about 1.4 ms a command).
-    pub init_from_fd: bool,
+    pub(crate) init_from_fd: bool,
 }
 
 /// Tells `pi-sandbox-init` to open the proxy's listening socket inside the command's network
 /// namespace, hand it to the supervisor and point the proxy variables at it.
-pub const PROXY_FLAG: &str = "--proxy";
+pub(crate) const PROXY_FLAG: &str = "--proxy";
 
 /// Where `pi-sandbox-init` appears inside the sandbox (the private /tmp, read-only).
-pub const INIT_INSIDE: &str = "/tmp/.pi-sandbox-init";
+pub(crate) const INIT_INSIDE: &str = "/tmp/.pi-sandbox-init";
 
 /// The bwrap arguments (without the `bwrap` program itself), ending in `-- <command...>`.
-pub fn build(
+pub(crate) fn build(
     plan: &MountPlan,
     extras: Extras,
     command: &[OsString],

@@ -25,7 +25,7 @@ fn message(iov: &mut libc::iovec, buf: &mut [u64], space: usize) -> libc::msghdr
 
 /// Sends `fds` (with one byte of data) over `socket`.
 #[cfg(test)]
-pub fn send_fds(socket: RawFd, fds: &[RawFd]) -> std::io::Result<()> {
+pub(crate) fn send_fds(socket: RawFd, fds: &[RawFd]) -> std::io::Result<()> {
     let mut byte = [0u8; 1];
     let mut iov = libc::iovec {
         iov_base: byte.as_mut_ptr() as *mut libc::c_void,
@@ -53,7 +53,7 @@ pub fn send_fds(socket: RawFd, fds: &[RawFd]) -> std::io::Result<()> {
 
 /// Receives exactly `N` descriptors sent by `send_fds`; None when the other end closed, or
 /// sent something else.
-pub fn receive_fds<const N: usize>(socket: RawFd) -> Option<[OwnedFd; N]> {
+pub(crate) fn receive_fds<const N: usize>(socket: RawFd) -> Option<[OwnedFd; N]> {
     let mut byte = [0u8; 1];
     let mut iov = libc::iovec {
         iov_base: byte.as_mut_ptr() as *mut libc::c_void,

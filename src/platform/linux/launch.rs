@@ -22,7 +22,7 @@ use crate::policy::bash::Network;
 const SCRIPT_INSIDE: &str = "/tmp/pi-bash-command.sh";
 
 /// A bwrap launch of `command`.
-pub fn bwrap(setup: &Setup, command: Command) -> Result<Launch, LaunchError> {
+pub(crate) fn bwrap(setup: &Setup, command: Command) -> Result<Launch, LaunchError> {
     let inside = Path::new(SCRIPT_INSIDE);
     match command {
         Command::Shell(text) => {

@@ -1,11 +1,11 @@
 //! Linux: the bubblewrap argv, the kernel filter (seccomp), the unix-socket supervisor, and
 //! the launch that puts them together (Linux only; `bwrap` and `seccomp` build anywhere).
 
-pub mod bwrap;
+pub(crate) mod bwrap;
 #[cfg(target_os = "linux")]
-pub mod fd_passing;
+pub(crate) mod fd_passing;
 #[cfg(target_os = "linux")]
 pub(crate) mod launch;
-pub mod seccomp;
+pub(crate) mod seccomp;
 #[cfg(target_os = "linux")]
-pub mod supervisor;
+pub(crate) mod supervisor;

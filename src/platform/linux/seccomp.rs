@@ -33,13 +33,13 @@ use seccompiler::{
 /// One filter ready for bwrap: what it is for, and its instructions as the kernel reads
 /// them (`struct sock_filter[]`, native byte order).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Program {
-    pub purpose: &'static str,
-    pub bytes: Vec<u8>,
+pub(crate) struct Program {
+    pub(crate) purpose: &'static str,
+    pub(crate) bytes: Vec<u8>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SeccompError {
+pub(crate) enum SeccompError {
     /// No filter is written for this CPU: the sandbox cannot be set up (fail closed).
     UnsupportedArch(String),
     Build(String),
@@ -240,7 +240,7 @@ mod linux {
     }
 
     /// The filters, in the order bwrap loads them; built once per process.
-    pub fn kernel_filters() -> Result<&'static [Program], SeccompError> {
+    pub(crate) fn kernel_filters() -> Result<&'static [Program], SeccompError> {
         static BUILT: once_cell::sync::OnceCell<Result<Vec<Program>, SeccompError>> =
             once_cell::sync::OnceCell::new();
         BUILT
@@ -348,7 +348,7 @@ mod linux {
     }
 
     /// `notify_filters` as `pi-sandbox-init` reads them (`framed`), built once per process.
-    pub fn notify_file() -> Result<&'static [u8], SeccompError> {
+    pub(crate) fn notify_file() -> Result<&'static [u8], SeccompError> {
         static BUILT: once_cell::sync::OnceCell<Result<Vec<u8>, SeccompError>> =
             once_cell::sync::OnceCell::new();
         BUILT
@@ -420,7 +420,7 @@ mod linux {
 
 /// Programs in one file for `pi-sandbox-init`: each as its length in bytes (u32, little
 /// endian), then its instructions.
-pub fn framed(programs: &[Program]) -> Vec<u8> {
+pub(crate) fn framed(programs: &[Program]) -> Vec<u8> {
     let mut out = Vec::new();
     for p in programs {
         out.extend_from_slice(&(p.bytes.len() as u32).to_le_bytes());
@@ -430,16 +430,16 @@ pub fn framed(programs: &[Program]) -> Vec<u8> {
 }
 
 #[cfg(target_os = "linux")]
-pub use linux::{kernel_filters, notify_file};
+pub(crate) use linux::{kernel_filters, notify_file};
 
 /// No seccomp outside Linux: callers fail closed.
 #[cfg(not(target_os = "linux"))]
-pub fn kernel_filters() -> Result<&'static [Program], SeccompError> {
+pub(crate) fn kernel_filters() -> Result<&'static [Program], SeccompError> {
     Err(SeccompError::UnsupportedArch(std::env::consts::OS.into()))
 }
 
 #[cfg(not(target_os = "linux"))]
-pub fn notify_file() -> Result<&'static [u8], SeccompError> {
+pub(crate) fn notify_file() -> Result<&'static [u8], SeccompError> {
     Err(SeccompError::UnsupportedArch(std::env::consts::OS.into()))
 }
 

@@ -32,35 +32,35 @@ use super::fd_passing;
 
 /// A socket the user exposes (`network.allowUnixSockets`), identified by its inode.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AllowedSocket {
-    pub path: PathBuf,
-    pub dev: u64,
-    pub ino: u64,
+pub(crate) struct AllowedSocket {
+    pub(crate) path: PathBuf,
+    pub(crate) dev: u64,
+    pub(crate) ino: u64,
 }
 
 #[derive(Debug, Clone)]
-pub struct SocketRules {
-    pub network: Network,
-    pub allowed: Vec<AllowedSocket>,
+pub(crate) struct SocketRules {
+    pub(crate) network: Network,
+    pub(crate) allowed: Vec<AllowedSocket>,
     /// `network.allowAllUnixSockets`: the user turned this check off.
-    pub allow_all: bool,
+    pub(crate) allow_all: bool,
 }
 
 /// Takes the proxy's listening socket made inside a filtered command's network namespace.
-pub type Door = Box<dyn FnOnce(OwnedFd) + Send>;
+pub(crate) type Door = Box<dyn FnOnce(OwnedFd) + Send>;
 
 /// A connection refused: the socket (a path, or `@name` for an abstract one) and the
 /// sentence that says why.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    pub socket: String,
-    pub message: String,
+pub(crate) struct Refusal {
+    pub(crate) socket: String,
+    pub(crate) message: String,
 }
 
 /// The supervisor of one command: a thread serving its listener until every process under
 /// the filter has exited.
 #[derive(Debug)]
-pub struct Supervisor {
+pub(crate) struct Supervisor {
     refusals: Arc<Mutex<Vec<Refusal>>>,
     done: std::sync::mpsc::Receiver<()>,
 }
@@ -68,7 +68,7 @@ pub struct Supervisor {
 impl Supervisor {
     /// Serves the listener `pi-sandbox-init` sends over `end`. With `door` (filtered
     /// network), init sends the proxy's listening socket along, and `door` gets it.
-    pub fn start(
+    pub(crate) fn start(
         end: OwnedFd,
         rules: SocketRules,
         door: Option<Door>,
@@ -100,7 +100,7 @@ impl Supervisor {
 
     /// What was refused. Waits a moment for the thread to see the last process go (the
     /// command has exited by now); a thread still waiting is left to end on its own.
-    pub fn finish(self) -> Vec<Refusal> {
+    pub(crate) fn finish(self) -> Vec<Refusal> {
         let _ = self.done.recv_timeout(std::time::Duration::from_secs(2));
         std::mem::take(&mut *self.refusals.lock().unwrap_or_else(|e| e.into_inner()))
     }
@@ -588,7 +588,7 @@ fn sockaddr_un(path: &[u8]) -> Option<(libc::sockaddr_un, libc::socklen_t)> {
 }
 
 /// `network.allowUnixSockets` entries that are sockets now, by inode (what connect compares).
-pub fn resolve_allowed(paths: &[std::path::PathBuf]) -> Vec<AllowedSocket> {
+pub(crate) fn resolve_allowed(paths: &[std::path::PathBuf]) -> Vec<AllowedSocket> {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
     paths
         .iter()

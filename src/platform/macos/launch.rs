@@ -16,7 +16,7 @@ use crate::surface::scan::Scan;
 /// pi's control surface as SBPL regexes, from `protected::TABLE`: name entries anywhere,
 /// git entries below every `.git` directory and below each other git dir in `git_dirs`
 /// (bare repositories, submodules' git dirs found by the scan).
-pub fn surface_regexes(git_dirs: &[PathBuf]) -> Vec<String> {
+pub(crate) fn surface_regexes(git_dirs: &[PathBuf]) -> Vec<String> {
     let mut out = Vec::new();
     let regex_part = |pattern: &str| {
         pattern
@@ -72,7 +72,7 @@ fn regex_escape(s: &str) -> String {
 
 /// The macOS profile for `guard`: the same rules as the mount plan, as SBPL. Unlike mounts,
 /// SBPL matches paths that do not exist yet, so new names of the table are refused up front.
-pub fn seatbelt_policy(
+pub(crate) fn seatbelt_policy(
     guard: &Guard,
     network: Network,
     tmp_dir: &Path,
@@ -124,7 +124,7 @@ mod proxy_env;
 
 /// The proxy variables for a proxy on `port` of the loopback (what `pi-sandbox-init` sets
 /// inside bwrap, where the port is only known inside).
-pub fn proxy_env(port: u16) -> Vec<(String, String)> {
+pub(crate) fn proxy_env(port: u16) -> Vec<(String, String)> {
     proxy_env::PROXY_VARS
         .iter()
         .map(|(name, scheme)| (name.to_string(), format!("{scheme}://127.0.0.1:{port}")))
@@ -133,7 +133,7 @@ pub fn proxy_env(port: u16) -> Vec<(String, String)> {
 
 /// A sandbox-exec launch of the shell command `command` (`bash -l <script>` under a
 /// generated profile).
-pub fn seatbelt(setup: &Setup, command: &str) -> Result<Launch, LaunchError> {
+pub(crate) fn seatbelt(setup: &Setup, command: &str) -> Result<Launch, LaunchError> {
     let (program, tmp_dir) = (setup.program, setup.tmp_dir);
     let mut policy = seatbelt_policy(setup.guard, setup.network, tmp_dir, setup.scan);
     let mut set_env = setup.set_env.to_vec();

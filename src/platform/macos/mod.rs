@@ -1,4 +1,4 @@
 //! macOS: the sandbox-exec (SBPL) profile.
 
 pub(crate) mod launch;
-pub mod seatbelt;
+pub(crate) mod seatbelt;

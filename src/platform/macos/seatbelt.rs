@@ -12,21 +12,21 @@ const TEMPLATE: &str = include_str!("profile.sbpl");
 
 /// What the profile needs; the caller derives it from the same `Guard` as the path guard.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SeatbeltPolicy {
+pub(crate) struct SeatbeltPolicy {
     /// Denied directories (`subpath`) and files (`literal`).
-    pub deny_read_dirs: Vec<PathBuf>,
-    pub deny_read_files: Vec<PathBuf>,
+    pub(crate) deny_read_dirs: Vec<PathBuf>,
+    pub(crate) deny_read_files: Vec<PathBuf>,
     /// Writable roots: allowWrite entries, the temp dirs, pi's session folders.
-    pub writable: Vec<PathBuf>,
+    pub(crate) writable: Vec<PathBuf>,
     /// Writable again below a protected path (pi's session folder inside the agent dir).
-    pub writable_exceptions: Vec<PathBuf>,
+    pub(crate) writable_exceptions: Vec<PathBuf>,
     /// Protected paths below the writable roots (control surface, existing or not).
-    pub protected: Vec<PathBuf>,
+    pub(crate) protected: Vec<PathBuf>,
     /// Protected name patterns anywhere, as SBPL regexes (from denyWrite globs, `.pi`, git).
-    pub protected_regexes: Vec<String>,
-    pub network: Network,
+    pub(crate) protected_regexes: Vec<String>,
+    pub(crate) network: Network,
     /// Filtered network: the loopback port of the command's proxy, its one way out.
-    pub proxy_port: Option<u16>,
+    pub(crate) proxy_port: Option<u16>,
 }
 
 /// A string literal for SBPL.
@@ -75,7 +75,7 @@ fn any(items: &[String], indent: &str) -> String {
 }
 
 /// The profile text.
-pub fn build(policy: &SeatbeltPolicy) -> String {
+pub(crate) fn build(policy: &SeatbeltPolicy) -> String {
     let denied = filters(&policy.deny_read_dirs, &policy.deny_read_files, &[]);
     let read = if denied.is_empty() {
         "(allow file-read*)".to_string()
@@ -128,7 +128,7 @@ pub fn build(policy: &SeatbeltPolicy) -> String {
 /// A denyWrite-style glob as an SBPL regex over absolute paths. A pattern without `/`
 /// matches a name in any directory (and what is below it); one with `/` is already
 /// anchored by the caller (absolute, or starting with `**`).
-pub fn glob_to_regex(glob: &str) -> String {
+pub(crate) fn glob_to_regex(glob: &str) -> String {
     let chars: Vec<char> = glob.chars().collect();
     let mut re = String::new();
     let mut i = 0;

@@ -34,7 +34,11 @@ impl Guard {
     /// Compiles `config` for the session described by `env`. Every `~`, `.` and relative
     /// entry is expanded against `env` now, and canonicalised, so later checks compare
     /// canonical paths only.
-    pub fn new(config: &Config, env: &Env, approval: ApprovalMode) -> Result<Guard, GuardError> {
+    pub(crate) fn new(
+        config: &Config,
+        env: &Env,
+        approval: ApprovalMode,
+    ) -> Result<Guard, GuardError> {
         let cwd = paths::canonicalize(&env.cwd)?;
         let home = paths::canonicalize(&env.home)?;
         let env = Env {

@@ -19,13 +19,13 @@ mod read;
 mod write;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Op {
+pub(crate) enum Op {
     Read,
     Write,
 }
 
 impl Op {
-    pub fn parse(s: &str) -> Option<Op> {
+    pub(crate) fn parse(s: &str) -> Option<Op> {
         match s {
             "read" => Some(Op::Read),
             "write" => Some(Op::Write),
@@ -33,7 +33,7 @@ impl Op {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Op::Read => "read",
             Op::Write => "write",
@@ -42,7 +42,7 @@ impl Op {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     Allow,
     /// Allowed only if the user says so (no UI: blocked).
     Prompt,
@@ -50,7 +50,7 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Verdict::Allow => "allow",
             Verdict::Prompt => "prompt",
@@ -60,18 +60,18 @@ impl Verdict {
 }
 
 /// The rule that asks before an env file is read (and hides it in bash meanwhile).
-pub const ENV_FILE_RULE: &str = "sensitive env file (.env, .env.*)";
+pub(crate) const ENV_FILE_RULE: &str = "sensitive env file (.env, .env.*)";
 
 /// `PI_SANDBOX_APPROVAL_MODE`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ApprovalMode {
+pub(crate) enum ApprovalMode {
     Ask,
     Always,
     Deny,
 }
 
 impl ApprovalMode {
-    pub fn parse(s: &str) -> Option<ApprovalMode> {
+    pub(crate) fn parse(s: &str) -> Option<ApprovalMode> {
         match s.trim().to_ascii_lowercase().as_str() {
             "" | "ask" => Some(ApprovalMode::Ask),
             "always" => Some(ApprovalMode::Always),
@@ -80,7 +80,7 @@ impl ApprovalMode {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ApprovalMode::Ask => "ask",
             ApprovalMode::Always => "always",
@@ -90,31 +90,31 @@ impl ApprovalMode {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decision {
-    pub verdict: Verdict,
-    pub op: Op,
+pub(crate) struct Decision {
+    pub(crate) verdict: Verdict,
+    pub(crate) op: Op,
     /// The canonical path that was checked (what the kernel will open).
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// The rule that decided, e.g. `denyWrite pattern '*.pem'`.
-    pub rule: String,
+    pub(crate) rule: String,
     /// Where that rule came from: a file path, `built-in defaults`, ...
-    pub source: String,
+    pub(crate) source: String,
     /// One sentence for the user and the model: what, why, and how to change it.
-    pub reason: String,
+    pub(crate) reason: String,
 }
 
 impl Decision {
-    pub fn allowed(&self) -> bool {
+    pub(crate) fn allowed(&self) -> bool {
         self.verdict == Verdict::Allow
     }
 }
 
 /// One rule consulted while deciding, for `explain`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Step {
-    pub rule: String,
-    pub source: String,
-    pub matched: bool,
+pub(crate) struct Step {
+    pub(crate) rule: String,
+    pub(crate) source: String,
+    pub(crate) matched: bool,
 }
 
 /// Collects steps only when an explanation was asked for: `check` is the hot path.
@@ -129,7 +129,7 @@ impl Trace {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum GuardError {
+pub(crate) enum GuardError {
     Path(PathError),
     /// A config entry that cannot be turned into a rule.
     Rule {
@@ -179,7 +179,7 @@ struct DirRule {
 
 /// The compiled policy for one session: what the guard consults on every call.
 #[derive(Debug, Clone)]
-pub struct Guard {
+pub(crate) struct Guard {
     env: Env,
     enabled: Sourced<bool>,
     mode: Sourced<Mode>,
@@ -209,52 +209,58 @@ pub struct Guard {
 }
 
 impl Guard {
-    pub fn env(&self) -> &Env {
+    pub(crate) fn env(&self) -> &Env {
         &self.env
     }
 
-    pub fn mode(&self) -> &Sourced<Mode> {
+    pub(crate) fn mode(&self) -> &Sourced<Mode> {
         &self.mode
     }
 
-    pub fn set_mode(&mut self, mode: Mode, how: &str) {
+    pub(crate) fn set_mode(&mut self, mode: Mode, how: &str) {
         self.mode = Sourced {
             value: mode,
             source: Source::Runtime(how.to_string()),
         };
     }
 
-    pub fn enabled(&self) -> &Sourced<bool> {
+    pub(crate) fn enabled(&self) -> &Sourced<bool> {
         &self.enabled
     }
 
-    pub fn approval_mode(&self) -> ApprovalMode {
+    pub(crate) fn approval_mode(&self) -> ApprovalMode {
         self.approval
     }
 
     /// Decides `op` on an already absolute path (canonicalised here).
-    pub fn check(&self, op: Op, path: &Path) -> Decision {
+    pub(crate) fn check(&self, op: Op, path: &Path) -> Decision {
         self.run(op, path, Trace(None), &|_| None).0
     }
 
     /// Decides and returns every rule consulted, in order.
-    pub fn explain(&self, op: Op, path: &Path) -> (Decision, Vec<Step>) {
+    #[cfg(test)]
+    pub(crate) fn explain(&self, op: Op, path: &Path) -> (Decision, Vec<Step>) {
         self.run(op, path, Trace(Some(Vec::new())), &|_| None)
     }
 
     /// `check` of `canonical`, known to be an env file under another name (what a link named
     /// like one leads to, as the scan found it).
-    pub fn check_as_env_file(&self, op: Op, canonical: &Path) -> Decision {
+    pub(crate) fn check_as_env_file(&self, op: Op, canonical: &Path) -> Decision {
         self.decide(op, canonical, true, &mut Trace(None), &|_| None)
     }
 
     /// `check` and `explain`, with `known` answering whether a directory is a git dir where
     /// it can (an index kept current); None sends the question to the disk.
-    pub fn check_with(&self, op: Op, path: &Path, known: KnownGitDirs) -> Decision {
+    pub(crate) fn check_with(&self, op: Op, path: &Path, known: KnownGitDirs) -> Decision {
         self.run(op, path, Trace(None), known).0
     }
 
-    pub fn explain_with(&self, op: Op, path: &Path, known: KnownGitDirs) -> (Decision, Vec<Step>) {
+    pub(crate) fn explain_with(
+        &self,
+        op: Op,
+        path: &Path,
+        known: KnownGitDirs,
+    ) -> (Decision, Vec<Step>) {
         self.run(op, path, Trace(Some(Vec::new())), known)
     }
 
@@ -396,7 +402,11 @@ impl Guard {
     /// disk, through `cache`), or one holding an allowWrite entry (found at load). Others
     /// cannot matter: a write anywhere else is refused whatever it is, and each directory
     /// asked about costs a lookup on disk. The path guard and bash's scan both use this.
-    pub fn is_git_dir_for_writes(&self, dir: &Path, cache: &mut protected::GitDirCache) -> bool {
+    pub(crate) fn is_git_dir_for_writes(
+        &self,
+        dir: &Path,
+        cache: &mut protected::GitDirCache,
+    ) -> bool {
         if self.allow_write_root(dir).is_some() {
             cache.is_git_dir(dir)
         } else {
@@ -415,13 +425,13 @@ impl Guard {
     }
 
     /// The directories git runs hooks from besides `.git/hooks`, found by the session.
-    pub fn set_git_paths(&mut self, dirs: Vec<GitPath>) {
+    pub(crate) fn set_git_paths(&mut self, dirs: Vec<GitPath>) {
         self.git_paths = Arc::new(RwLock::new(dirs));
     }
 
     /// Makes `dirs` the hooks directories of the repository `git_dir` (for this guard and
     /// its clones); true when that changed them.
-    pub fn replace_git_paths_of(&self, git_dir: &Path, dirs: Vec<GitPath>) -> bool {
+    pub(crate) fn replace_git_paths_of(&self, git_dir: &Path, dirs: Vec<GitPath>) -> bool {
         let mut all = self.git_paths.write().unwrap_or_else(|e| e.into_inner());
         let old: Vec<&GitPath> = all.iter().filter(|h| h.git_dir == git_dir).collect();
         if old.len() == dirs.len() && old.iter().zip(&dirs).all(|(a, b)| *a == b) {
@@ -433,15 +443,11 @@ impl Guard {
     }
 
     /// The env files the user allowed reading, each with how (replaces the earlier list).
-    pub fn set_env_read_grants(&mut self, grants: Vec<(PathBuf, String)>) {
+    pub(crate) fn set_env_read_grants(&mut self, grants: Vec<(PathBuf, String)>) {
         self.env_read_grants = grants.into();
     }
 
-    pub fn env_read_grants(&self) -> &[(PathBuf, String)] {
-        &self.env_read_grants
-    }
-
-    pub fn git_paths(&self) -> Vec<GitPath> {
+    pub(crate) fn git_paths(&self) -> Vec<GitPath> {
         self.git_paths
             .read()
             .unwrap_or_else(|e| e.into_inner())
@@ -455,7 +461,7 @@ impl Guard {
     }
 
     /// The allowWrite directory `path` lies in, if any.
-    pub fn writable_root(&self, path: &Path) -> Option<&Path> {
+    pub(crate) fn writable_root(&self, path: &Path) -> Option<&Path> {
         self.allow_write_root(path).map(|d| d.path.as_path())
     }
 
@@ -467,7 +473,7 @@ impl Guard {
     }
 
     /// The entry of pi's control surface covering `canonical`, if any.
-    pub fn control_surface(
+    pub(crate) fn control_surface(
         &self,
         canonical: &Path,
         is_git_dir: &mut dyn FnMut(&Path) -> bool,
@@ -477,7 +483,7 @@ impl Guard {
 
     /// For recursive tools (grep, find): the root must be readable, and no denyRead entry may
     /// lie below it, since those tools would list or search inside it.
-    pub fn check_search(&self, root: &Path, tool: &str) -> Decision {
+    pub(crate) fn check_search(&self, root: &Path, tool: &str) -> Decision {
         let d = self.check(Op::Read, root);
         if d.verdict != Verdict::Allow || !self.active() {
             return d;
@@ -523,13 +529,13 @@ impl Guard {
     /// Whether bash hides `canonical`, a regular file: an env file the user has not allowed
     /// reading. The read tool asks about it; bash cannot ask per file, so until the user
     /// allows it (approval mode ask) or for good (deny), `cat .env` must not undo a No.
-    pub fn masks_env_file(&self, canonical: &Path) -> bool {
+    pub(crate) fn masks_env_file(&self, canonical: &Path) -> bool {
         self.masks_env_file_named(canonical, false)
     }
 
     /// `masks_env_file`, for a file that may also be reached under an env file's name
     /// (`named_env`: a link `.env` leads to it): it is an env file by either name.
-    pub fn masks_env_file_named(&self, canonical: &Path, named_env: bool) -> bool {
+    pub(crate) fn masks_env_file_named(&self, canonical: &Path, named_env: bool) -> bool {
         self.hides_env_files()
             && (named_env || is_env_file(canonical))
             && match self.approval {
@@ -540,11 +546,11 @@ impl Guard {
     }
 
     /// Whether bash hides env files at all (approval mode ask or deny).
-    pub fn hides_env_files(&self) -> bool {
+    pub(crate) fn hides_env_files(&self) -> bool {
         self.active() && self.approval != ApprovalMode::Always
     }
 
-    pub fn active(&self) -> bool {
+    pub(crate) fn active(&self) -> bool {
         self.enabled.value && self.mode.value != Mode::Yolo
     }
 
@@ -561,19 +567,19 @@ impl Guard {
     }
 
     /// Canonical denyRead paths (for display and for the OS layer).
-    pub fn deny_read_paths(&self) -> impl Iterator<Item = &Path> {
+    pub(crate) fn deny_read_paths(&self) -> impl Iterator<Item = &Path> {
         self.deny_read_paths.iter().map(|r| r.path.as_path())
     }
 
     /// Canonical allowWrite directories.
-    pub fn allow_write_paths(&self) -> impl Iterator<Item = &Path> {
+    pub(crate) fn allow_write_paths(&self) -> impl Iterator<Item = &Path> {
         self.allow_write.iter().map(|r| r.path.as_path())
     }
 
     /// What keeps `canonical` read-only whatever allowWrite says: pi's control surface, or a
     /// denyWrite pattern (unless exempt). The OS layer binds such paths read-only; it asks
     /// with the same git-dir test the guard uses, so the layers cannot disagree.
-    pub fn write_protection(
+    pub(crate) fn write_protection(
         &self,
         canonical: &Path,
         is_git_dir: &mut dyn FnMut(&Path) -> bool,
@@ -594,21 +600,21 @@ impl Guard {
     }
 
     /// denyWrite patterns as globs over canonical paths (bare name patterns unchanged).
-    pub fn deny_write_globs(&self) -> &[String] {
+    pub(crate) fn deny_write_globs(&self) -> &[String] {
         &self.deny_write_globs
     }
 
-    pub fn anchors(&self) -> &Anchors {
+    pub(crate) fn anchors(&self) -> &Anchors {
         &self.anchors
     }
 }
 
 /// Whether a directory is a git dir, where the caller knows (None: ask the disk).
-pub type KnownGitDirs<'a> = &'a dyn Fn(&Path) -> Option<bool>;
+pub(crate) type KnownGitDirs<'a> = &'a dyn Fn(&Path) -> Option<bool>;
 
 /// Why a path stays read-only in bash.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Protection {
+pub(crate) enum Protection {
     /// pi's control surface: an entry of `protected::TABLE`.
     Surface(Hit),
     /// A denyWrite pattern (its label).
@@ -632,7 +638,7 @@ pub enum Protection {
 
 impl Protection {
     /// The rule, as the guard names rules.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match self {
             Protection::Surface(h) => surface_label(h),
             Protection::DenyWrite(l) | Protection::GitPath { label: l, .. } => l.clone(),
@@ -649,7 +655,7 @@ impl Protection {
 }
 
 /// Dependency trees exempt from denyWrite (in both layers); see `deny_write_exemption`.
-pub const DEPENDENCY_TREES: &[&str] = &["node_modules", ".venv", "target"];
+pub(crate) const DEPENDENCY_TREES: &[&str] = &["node_modules", ".venv", "target"];
 
 fn git_path_label(g: &GitPath) -> String {
     match g.kind {
@@ -674,7 +680,7 @@ fn rule_step(list: &str, hit: Option<&Rule>) -> Step {
 /// `.env` or `.env.<anything>` (seed 000).
 /// `/proc/<pid>/...` (and so `/proc/self`, `/proc/thread-self`, which resolve to it): a
 /// process's environment, memory, command line and file descriptors.
-pub fn is_process_file(path: &Path) -> bool {
+pub(crate) fn is_process_file(path: &Path) -> bool {
     let mut c = path.components();
     c.next() == Some(std::path::Component::RootDir)
         && c.next().is_some_and(|p| p.as_os_str() == "proc")
@@ -687,7 +693,7 @@ pub fn is_process_file(path: &Path) -> bool {
 /// Whether resolving `path` to `canonical` went through a symlink named like an env file that
 /// leads to `canonical` itself (not a directory on the way): the file is then an env file by
 /// that name too. Asked only when a link was involved at all.
-pub fn reached_through_env_named_link(path: &Path, canonical: &Path) -> bool {
+pub(crate) fn reached_through_env_named_link(path: &Path, canonical: &Path) -> bool {
     if paths::lexical_normalize(path) == canonical {
         return false;
     }
@@ -698,7 +704,7 @@ pub fn reached_through_env_named_link(path: &Path, canonical: &Path) -> bool {
     })
 }
 
-pub fn is_env_file(path: &Path) -> bool {
+pub(crate) fn is_env_file(path: &Path) -> bool {
     path.file_name()
         .and_then(|n| n.to_str())
         .is_some_and(|n| n == ".env" || n.starts_with(".env."))
