@@ -464,9 +464,11 @@ export declare class Sandbox {
   get approvalsNotice(): string | null
   /**
    * What the sandbox keeps that the user would not guess (a project kept read-only, an
-   * extension pi loads kept without its folder), for the session's start, or null.
+   * extension pi loads kept without its folder), for the session's start, or null. Off
+   * Node's main thread: the links that make a project read-only are known from a scan of
+   * the writable trees, which the first call may wait for (the index being built).
    */
-  get keptNotice(): string | null
+  keptNoticeAsync(): Promise<string | null>
   /** Re-reads the config files and the approvals store if one changed; true if it did. */
   refresh(): boolean
   /**

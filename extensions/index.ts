@@ -478,8 +478,11 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 			const more = inWritable.length > 5 ? ` and ${inWritable.length - 5} more` : "";
 			notify(ctx, `pi-sandbox-rs: read-only to commands, because an extension pi loads at start imports them: ${show.text(names.join(", "))}${more}. Reinstalling them (npm ci, rm -rf node_modules) fails inside the sandbox; do it yourself outside pi.`, "info");
 		}
-		const kept = s?.keptNotice;
-		if (kept) notify(ctx, `pi-sandbox-rs: ${kept}`, "warning");
+		// Not awaited: it may wait for the index of a large tree, and pi's start need not.
+		void s
+			?.keptNoticeAsync()
+			.then((kept) => kept && notify(ctx, `pi-sandbox-rs: ${kept}`, "warning"))
+			.catch((e) => notify(ctx, `pi-sandbox-rs: ${show.text((e as Error).message)}`, "warning"));
 		// pi runs rg, fd and others on the host from PATH: none from where the agent writes.
 		if (s) narrowHostPath((p) => s.hostPath(p));
 		const bash = await addon.probeCapability();

@@ -174,10 +174,10 @@ function targetsOf(entry: unknown): string[] {
 }
 
 /** The nearest package.json above `dir`, and its parsed content. */
-function nearestManifest(dir: string): { file: string; manifest: Record<string, unknown> } | undefined {
+function nearestManifest(dir: string, kindOf = kind): { file: string; manifest: Record<string, unknown> } | undefined {
 	for (let d = dir; ; d = path.dirname(d)) {
 		const file = path.join(d, "package.json");
-		if (kind(file) === "file") {
+		if (kindOf(file) === "file") {
 			try {
 				return { file, manifest: JSON.parse(readFileSync(file, "utf8")) };
 			} catch {
@@ -209,7 +209,18 @@ export function importsOf(loads: PiExtension[]): Imports {
 	const errors: string[] = [];
 	const seenFiles = new Set<string>();
 	const seenPackages = new Set<string>();
-	const files = loads.filter((l) => kind(l.path) === "file").map((l) => l.path);
+	// One pass asks the disk once a path: imports name the same files and folders again and again.
+	const kinds = new Map<string, ReturnType<typeof kind>>();
+	const kindOf = (p: string) => {
+		if (!kinds.has(p)) kinds.set(p, kind(p));
+		return kinds.get(p);
+	};
+	const manifests = new Map<string, ReturnType<typeof nearestManifest>>();
+	const manifestOf = (dir: string) => {
+		if (!manifests.has(dir)) manifests.set(dir, nearestManifest(dir, kindOf));
+		return manifests.get(dir);
+	};
+	const files = loads.filter((l) => kindOf(l.path) === "file").map((l) => l.path);
 	const packages: string[] = [];
 	const keepFile = (p: string) => out.push({ path: p, packageRoot: p });
 	const keepPackage = (root: string) => {
@@ -228,19 +239,19 @@ export function importsOf(loads: PiExtension[]): Imports {
 		const all = candidates(path.resolve(from, spec));
 		// The names tried before the one found would win if made; those after never count. A
 		// folder named as written is not kept whole: its index files are candidates.
-		const found = all.findIndex((c) => kind(c) === "file");
-		for (const c of found < 0 ? all : all.slice(0, found + 1)) if (kind(c) !== "dir") keepFile(c);
+		const found = all.findIndex((c) => kindOf(c) === "file");
+		for (const c of found < 0 ? all : all.slice(0, found + 1)) if (kindOf(c) !== "dir") keepFile(c);
 		if (found >= 0) files.push(all[found]);
 	};
 	const followBare = (fromDir: string, name: string) => {
 		for (const dir of lookupDirs(fromDir)) {
 			const root = path.join(dir, name);
-			if (kind(root) === "dir") return keepPackage(root);
-			if (kind(dir) === "dir") keepFile(root);
+			if (kindOf(root) === "dir") return keepPackage(root);
+			if (kindOf(dir) === "dir") keepFile(root);
 		}
 	};
 	const followMapped = (dir: string, spec: string) => {
-		const near = nearestManifest(dir);
+		const near = manifestOf(dir);
 		if (!near) return;
 		keepFile(near.file);
 		const map = spec.startsWith("#") ? (near.manifest.imports as Record<string, unknown> | undefined)?.[spec] : near.manifest.exports;
@@ -274,7 +285,7 @@ export function importsOf(loads: PiExtension[]): Imports {
 			}
 			const name = packageName(spec);
 			if (isPiAlias(name)) continue;
-			if (nearestManifest(dir)?.manifest.name === name) followMapped(dir, spec);
+			if (manifestOf(dir)?.manifest.name === name) followMapped(dir, spec);
 			followBare(dir, name);
 		}
 		for (const m of source.matchAll(SCRIPT_STRING)) followRelative(path.dirname(file), m[2]);

@@ -704,13 +704,14 @@ impl Sandbox {
     }
 
     /// What the sandbox keeps that the user would not guess (a project kept read-only, an
-    /// extension pi loads kept without its folder), for the session's start, or null.
-    #[napi(getter, catch_unwind)]
-    pub fn kept_notice(&self) -> Option<String> {
-        self.commands
-            .session()
-            .kept_notice()
-            .map(|n| shown::lines(&n))
+    /// extension pi loads kept without its folder), for the session's start, or null. Off
+    /// Node's main thread: the links that make a project read-only are known from a scan of
+    /// the writable trees, which the first call may wait for (the index being built).
+    #[napi(ts_return_type = "Promise<string | null>")]
+    pub fn kept_notice_async(&self) -> AsyncTask<SessionTask<Option<String>>> {
+        SessionTask::new(&self.commands, |session| {
+            Ok(session.kept_notice().map(|n| shown::lines(&n)))
+        })
     }
 
     /// Re-reads the config files and the approvals store if one changed; true if it did.

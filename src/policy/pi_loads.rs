@@ -13,6 +13,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::paths::lexical_normalize;
+use crate::policy::pi_session::{followed, keep_with_way};
 use crate::policy::protected::is_under;
 
 /// One extension pi loads, as pi named it (absolute): the file or folder, and the root of
@@ -65,11 +66,6 @@ fn folders_of(load: &PiLoad) -> Vec<PathBuf> {
     }
 }
 
-/// `path` followed through its links (as far as it exists), and the links followed.
-fn followed(path: &Path) -> (PathBuf, Vec<PathBuf>) {
-    crate::paths::symlinks_followed(path).unwrap_or_else(|_| (lexical_normalize(path), vec![]))
-}
-
 /// Whether keeping `real` whole would take a writable tree, the home or everything.
 fn holds_writable(real: &Path, writable: &[PathBuf], home: &Path) -> bool {
     real == home
@@ -77,25 +73,13 @@ fn holds_writable(real: &Path, writable: &[PathBuf], home: &Path) -> bool {
         || writable.iter().any(|w| w != real && is_under(w, real))
 }
 
-/// `path` kept: itself (followed), the links on the way, the first missing folder on the
-/// way unless that one would hold a writable tree.
-fn keep(path: &Path, writable: &[PathBuf], out: &mut Vec<PathBuf>) {
-    let (real, links) = followed(path);
-    let missing = crate::paths::first_missing_ancestor(&real)
-        .filter(|m| !writable.iter().any(|w| is_under(w, m)));
-    out.extend(missing);
-    out.push(real);
-    out.extend(links);
-}
-
-/// What pi would load from the folders inside a listed folder (`listed`) that hold the
+/// What pi would load from the folders inside a listed folder (`real`, followed) that hold the
 /// writable trees: pi looks in each folder directly inside for a package.json manifest, else
 /// an index.ts or index.js. Those names, there or not yet.
-fn entry_names_on_the_way(listed: &Path, writable: &[PathBuf]) -> Vec<PathBuf> {
-    let real = followed(listed).0;
+fn entry_names_on_the_way(real: &Path, writable: &[PathBuf]) -> Vec<PathBuf> {
     writable
         .iter()
-        .filter_map(|w| w.strip_prefix(&real).ok()?.components().next())
+        .filter_map(|w| w.strip_prefix(real).ok()?.components().next())
         .flat_map(|first| {
             let child = real.join(first);
             ["package.json", "index.ts", "index.js"].map(|n| child.join(n))
@@ -108,8 +92,9 @@ pub(crate) fn protected_places(loads: &[PiLoad], writable: &[PathBuf], home: &Pa
     let mut kept = Kept::default();
     for load in loads {
         for folder in folders_of(load) {
-            if !holds_writable(&followed(&folder).0, writable, home) {
-                keep(&folder, writable, &mut kept.places);
+            let (real, links) = followed(&folder);
+            if !holds_writable(&real, writable, home) {
+                keep_with_way(real, links, writable, &mut kept.places);
                 continue;
             }
             // Kept instead: the file itself, or for a listed folder holding the project, what
@@ -117,19 +102,20 @@ pub(crate) fn protected_places(loads: &[PiLoad], writable: &[PathBuf], home: &Pa
             let instead = if folder != load.path {
                 vec![load.path.clone()]
             } else {
-                entry_names_on_the_way(&folder, writable)
+                entry_names_on_the_way(&real, writable)
             };
-            let instead: Vec<PathBuf> = instead
-                .into_iter()
-                .filter(|p| !holds_writable(&followed(p).0, writable, home))
-                .collect();
-            for p in &instead {
-                keep(p, writable, &mut kept.places);
+            let mut narrowed = Vec::new();
+            for p in instead {
+                let (real, links) = followed(&p);
+                if !holds_writable(&real, writable, home) {
+                    keep_with_way(real, links, writable, &mut kept.places);
+                    narrowed.push(p);
+                }
             }
             kept.narrowed.push(Narrowed {
                 extension: load.path.clone(),
                 folder,
-                kept: instead,
+                kept: narrowed,
             });
         }
     }

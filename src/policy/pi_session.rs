@@ -324,9 +324,6 @@ pub(crate) fn protected_places(
     file: Option<&Path>,
     writable: &[PathBuf],
 ) -> Vec<PathBuf> {
-    let followed = |p: &Path| {
-        crate::paths::symlinks_followed(p).unwrap_or_else(|_| (lexical_normalize(p), vec![]))
-    };
     let mut out = Vec::new();
     for dir in dirs {
         let (real, links) = followed(dir);
@@ -343,18 +340,36 @@ pub(crate) fn protected_places(
             continue;
         }
         // (Not one that would hold a writable tree: that one exists.)
-        let missing = crate::paths::first_missing_ancestor(&real).filter(|m| {
-            !writable
-                .iter()
-                .any(|w| crate::policy::protected::is_under(w, m))
-        });
-        out.extend(missing);
-        out.push(real);
-        out.extend(links);
+        keep_with_way(real, links, writable, &mut out);
     }
     out.sort();
     out.dedup();
     out
+}
+
+/// `path` followed through its links as far as it exists, and the links followed.
+pub(crate) fn followed(path: &Path) -> (PathBuf, Vec<PathBuf>) {
+    crate::paths::symlinks_followed(path).unwrap_or_else(|_| (lexical_normalize(path), vec![]))
+}
+
+/// A place pi reads or writes on the host, kept with its way: `real` (a path `followed`),
+/// the `links` followed to it, and while it is not made yet, the first missing folder on
+/// the way (made as a link by a command, it would send pi elsewhere) unless that folder
+/// would hold a writable tree.
+pub(crate) fn keep_with_way(
+    real: PathBuf,
+    links: Vec<PathBuf>,
+    writable: &[PathBuf],
+    out: &mut Vec<PathBuf>,
+) {
+    let missing = crate::paths::first_missing_ancestor(&real).filter(|m| {
+        !writable
+            .iter()
+            .any(|w| crate::policy::protected::is_under(w, m))
+    });
+    out.extend(missing);
+    out.push(real);
+    out.extend(links);
 }
 
 /// The transcripts in pi's session folders `dirs` (not its per-project folder in the agent
