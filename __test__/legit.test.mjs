@@ -78,7 +78,7 @@ test("real work keeps working end to end: venv + pip install of a local wheel, n
   const registry = await startRegistry(w.root);
   t.after(() => registry.close());
   const url = `http://127.0.0.1:${registry.address().port}/`;
-  // A login shell resets PATH; rustup's cargo needs its homes (your real ones, read-only inside).
+  // rustup's cargo needs its homes (your real ones, read-only inside).
   const cargo = execFileSync("bash", ["-c", "command -v cargo"], { encoding: "utf8" }).trim();
   const rustEnv = {
     RUSTUP_HOME: process.env.RUSTUP_HOME ?? path.join(process.env.HOME, ".rustup"),

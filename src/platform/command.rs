@@ -191,14 +191,15 @@ pub(crate) fn plan_for(
 /// command: bash's own errors read `bash: ...` rather than naming the script, `$0` is
 /// `bash` and there are no positional parameters. The script file, unlike a `-c` argument,
 /// has no size limit.
-/// `builtin`: a function of the same name from the user's login profile is not run instead.
+/// No login shell (`-l`), as pi's own bash: the user's profile is not run before every command
+/// (its cost, its banners, the agents and environment it starts). `builtin`: an exported
+/// function of the same name is not run instead.
 const RUN_SCRIPT: &str = r#"__pi_sandbox_command=$(< "$1") && builtin shift && builtin eval "builtin unset __pi_sandbox_command; $__pi_sandbox_command""#;
 
 /// bash's argv for the shell command in the script at `script`.
 pub(crate) fn bash_argv(script: &Path) -> Vec<OsString> {
     vec![
         "bash".into(),
-        "-l".into(),
         "-c".into(),
         RUN_SCRIPT.into(),
         "bash".into(),
@@ -244,7 +245,7 @@ pub(crate) const NO_BWRAP_FEATURES: Features = Features {
 /// What runs inside the sandbox.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Command<'a> {
-    /// A shell command for `bash -l`, passed as a script.
+    /// A shell command for `bash -c`, passed as a script.
     Shell(&'a str),
     /// An argv run as given (the CLI's `run -- CMD ARGS`): no shell, no script.
     Argv(&'a [OsString]),
@@ -318,20 +319,27 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn the_script_runs_as_pi_runs_a_command_with_bash_dash_c() {
+    fn the_script_runs_as_pi_runs_a_command_with_bash_dash_c_and_no_profile() {
         let t = tempfile::tempdir().unwrap();
         let cmd = "echo \"$0 $# ${__pi_sandbox_command-unset}\"\nnosuchcmd-zq\necho x > /nonexistent-dir/f\ncat <<EOF\n'$HOME' \\ \"q\"\nEOF\nexit 7";
         let script = write_script(t.path(), cmd).unwrap();
-        let mut argv = bash_argv(&script);
-        argv.retain(|a| a != "-l"); // the test machine's profile is not what is tested
+        // A home whose login and interactive profiles would print: none of them runs.
+        let home = t.path().join("h");
+        std::fs::create_dir(&home).unwrap();
+        for rc in [".profile", ".bash_profile", ".bash_login", ".bashrc"] {
+            std::fs::write(home.join(rc), format!("echo PROFILE {rc}\n")).unwrap();
+        }
+        let argv = bash_argv(&script);
         let out = std::process::Command::new(&argv[0])
             .args(&argv[1..])
-            .env("HOME", "/h")
+            .env("HOME", &home)
+            .env_remove("BASH_ENV")
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(7));
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(stdout, "bash 0 unset\n'/h' \\ \"q\"\n");
+        let home = home.display();
+        assert_eq!(stdout, format!("bash 0 unset\n'{home}' \\ \"q\"\n"));
         let stderr = String::from_utf8_lossy(&out.stderr);
         let script_name = script.file_name().unwrap().to_string_lossy().into_owned();
         assert!(!stderr.contains(&script_name), "{stderr}");

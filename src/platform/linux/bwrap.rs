@@ -367,7 +367,7 @@ mod tests {
                 supervised: true,
                 init_from_fd: false,
             },
-            &["bash".into(), "-l".into(), "/tmp/pi-bash-1-2-abc.sh".into()],
+            &["bash".into(), "-c".into(), "/tmp/pi-bash-1-2-abc.sh".into()],
         )
         .unwrap();
         // One mount or flag group per line; split on whitespace (no path here has spaces).
@@ -388,7 +388,7 @@ mod tests {
             --unsetenv GITHUB_TOKEN
             --setenv TMPDIR /tmp
             --chdir /w/proj/src
-            -- /tmp/.pi-sandbox-init 12 13 -- bash -l /tmp/pi-bash-1-2-abc.sh"
+            -- /tmp/.pi-sandbox-init 12 13 -- bash -c /tmp/pi-bash-1-2-abc.sh"
             .split_whitespace()
             .collect();
         assert_eq!(strings(&built.args), expected);

@@ -131,7 +131,7 @@ pub(crate) fn proxy_env(port: u16) -> Vec<(String, String)> {
         .collect()
 }
 
-/// A sandbox-exec launch of the shell command `command` (`bash -l <script>` under a
+/// A sandbox-exec launch of the shell command `command` (`bash -c` running `<script>` under a
 /// generated profile).
 pub(crate) fn seatbelt(setup: &Setup, command: &str) -> Result<Launch, LaunchError> {
     let (program, tmp_dir) = (setup.program, setup.tmp_dir);
