@@ -478,6 +478,13 @@ export declare class Sandbox {
    */
   dispose(): void
   /**
+   * What the model should know before it runs bash: how bash differs inside the sandbox
+   * (writable places, hidden secrets, /tmp, network), a few lines for the system prompt.
+   * Null when the sandbox is off. `network`: the mode asked for (`--sandbox-network`).
+   * @throws {SandboxError} `E_BAD_NETWORK`.
+   */
+  modelBrief(network?: NetworkMode | undefined | null): string | null
+  /**
    * The effective configuration as text, each value with the file it came from.
    * `network`: the mode asked for (`--sandbox-network`), to say what bash gets.
    * @throws {SandboxError} `E_BAD_NETWORK`.
@@ -656,10 +663,11 @@ export interface Step {
 /** The guard's answer about one pi tool call (`checkTool`). */
 export interface ToolDecision {
   decision: Decision
-  /** Input key to overwrite before pi runs the tool (e.g. grep's `glob`), if any. */
-  patchKey?: string
-  /** The value `patchKey` gets. */
-  patchValue?: string
+  /**
+   * Input keys to overwrite before pi runs the tool, with their values (grep's `glob`; a
+   * search's `path` in the session's own /tmp), if any.
+   */
+  patch?: Record<string, string>
   /** What to ask the user when the verdict is "prompt". */
   prompt?: GuardPrompt
 }

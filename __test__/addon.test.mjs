@@ -78,11 +78,10 @@ test("checkTool resolves inputs as pi does and patches grep's glob", (t) => {
   assert.equal(s.checkTool("bash", { command: "ls" }), null);
   const read = s.checkTool("read", { path: "@../home/.ssh/id_rsa" });
   assert.equal(read.decision.verdict, "deny");
-  assert.equal(read.patchKey, undefined);
+  assert.equal(read.patch, undefined);
   const grep = s.checkTool("grep", { pattern: "x" });
   assert.equal(grep.decision.verdict, "allow");
-  assert.equal(grep.patchKey, "glob");
-  assert.equal(grep.patchValue, "!{.env,.env.*}");
+  assert.deepEqual(grep.patch, { glob: "!{.env,.env.*}" });
   assert.equal(s.checkTool("grep", { pattern: "x", path: w.home }).decision.verdict, "deny");
   assert.equal(s.checkTool("write", { path: ".pi/extensions/x.ts", content: "" }).decision.verdict, "deny");
   assert.deepEqual(guardedTools(), ["read", "write", "edit", "grep", "find", "ls"]);

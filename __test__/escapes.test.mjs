@@ -392,7 +392,9 @@ test("what a loaded extension imports is protected too: a package in the project
   });
   assert.equal(r.code, 0, r.stderr);
   const res = byId(r.results);
-  for (const id of ["call_0_0", "call_0_1", "call_1_0", "call_1_1"]) assert.match(res[id], /pi extension/, id);
+  for (const id of ["call_0_0", "call_0_1", "call_1_1"]) assert.match(res[id], /pi extension/, id);
+  // /tmp is the session's own: the write lands there, not in the host's jiti cache.
+  assert.match(res.call_1_0, /Successfully wrote/);
   assert.match(res.call_2_0, /d=1/);
   assert.match(res.call_2_0, /u=0/, "a package no extension imports stays writable");
   assert.match(res.call_2_0, /o=0/, "files beside an imported one stay writable");

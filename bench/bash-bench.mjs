@@ -10,13 +10,17 @@
 //      wrapped command through `bash -c`, then cleanupAfterCommand()
 // Also the index's build time (the first command waits for it) and the process's memory
 // growth for it. Medians; ratios against B of the same size.
+// Each size runs in two homes: an empty one, and one laid out like a developer's
+// (bench/developer-home.mjs: profiles that start a version manager, toolchains, caches, other
+// projects; 200,000 entries), with `bash -lc true` beside it to show what a login profile costs.
 //   node bench/bash-bench.mjs [--quick]        (--quick: 1,000 and 100,000 files, fewer runs)
-//   PI_SANDBOX_BENCH_SIZES=1000,1000000 node bench/bash-bench.mjs
+//   PI_SANDBOX_BENCH_SIZES=1000,1000000 PI_SANDBOX_BENCH_HOMES=developer node bench/bash-bench.mjs
 import { execFileSync, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync, openSync, closeSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { makeDeveloperHome } from "./developer-home.mjs";
 
 const require = createRequire(import.meta.url);
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -26,6 +30,8 @@ const quick = process.argv.includes("--quick");
 const RUNS = quick ? 11 : 31;
 const SIZES = (process.env.PI_SANDBOX_BENCH_SIZES ?? (quick ? "1000,100000" : "1000,100000,1000000")).split(",").map(Number);
 const PER_DIR = 1000;
+const HOMES = (process.env.PI_SANDBOX_BENCH_HOMES ?? "empty,developer").split(",");
+const DEV_HOME_ENTRIES = 200_000;
 
 mkdirSync(path.join(repo, ".bench"), { recursive: true });
 
@@ -59,9 +65,9 @@ function bareArgsOf(prepared) {
     const a = shown[i];
     if (a === "--add-seccomp-fd") {
       i += 1;
-    } else if (a === "--perms" && shown[i + 4] === "/tmp/.pi-sandbox-init") {
+    } else if (a === "--perms" && shown[i + 4] === "/dev/.pi-sandbox-init") {
       i += 4;
-    } else if (a === "--" && (shown[i + 1] === "/tmp/.pi-sandbox-init" || /^\/proc\/self\/fd\/\d+$/.test(shown[i + 1]))) {
+    } else if (a === "--" && (shown[i + 1] === "/dev/.pi-sandbox-init" || /^\/proc\/self\/fd\/\d+$/.test(shown[i + 1]))) {
       out.push(a);
       i += 4;
     } else if (a === "--bind-fd" || a === "--ro-bind-fd") {
@@ -75,16 +81,19 @@ function bareArgsOf(prepared) {
   return out;
 }
 
-async function benchSize(files) {
+async function benchSize(files, homeKind) {
   const root = realpathSync(mkdtempSync(path.join(repo, ".bench", "bash-")));
   try {
-    // A throwaway home without shell profiles: a login shell's start-up files are the user's
-    // cost, not the sandbox's.
     const home = path.join(root, "home");
     const agentDir = path.join(home, ".pi", "agent");
     const cwd = path.join(root, "proj");
     const tmp = path.join(root, "tmp");
     for (const d of [path.join(home, ".ssh"), agentDir, cwd, tmp]) mkdirSync(d, { recursive: true });
+    if (homeKind === "developer") {
+      const t0 = Date.now();
+      const n = makeDeveloperHome(home, DEV_HOME_ENTRIES);
+      console.error(`developer home: ${n.toLocaleString("en")} entries in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    }
     execFileSync("git", ["init", "-q", cwd]);
     const dirs = Math.ceil(files / PER_DIR);
     const made = Date.now();
@@ -114,6 +123,7 @@ async function benchSize(files) {
     });
     const cases = {
       "bash -c true": () => run("bash", ["-c", "true"], { cwd, env }),
+      ...(homeKind === "developer" ? { "bash -lc true (the login profile)": () => run("bash", ["-lc", "true"], { cwd, env }) } : {}),
       "bare bwrap, same mounts": async () => {
         const fd = openSync(script, "r");
         try {
@@ -146,7 +156,8 @@ async function benchSize(files) {
     for (let i = 0; i < RUNS; i++) for (const [k, fn] of Object.entries(cases)) samples[k].push(await time(fn));
     await SandboxManager.reset();
     const ref = median(samples["bare bwrap, same mounts"]);
-    console.log(`\n${files.toLocaleString("en")} files — median of ${RUNS} interleaved runs (index: ${sandbox.indexStatus})\n`);
+    const homeSaid = homeKind === "developer" ? `a developer's home of ${DEV_HOME_ENTRIES.toLocaleString("en")} entries` : "an empty home";
+    console.log(`\n${files.toLocaleString("en")} files, ${homeSaid} — median of ${RUNS} interleaved runs (index: ${sandbox.indexStatus})\n`);
     console.log("| command | median ms | × bare bwrap |");
     console.log("|---|---:|---:|");
     for (const [k, xs] of Object.entries(samples)) console.log(`| ${k} | ${median(xs).toFixed(2)} | ${(median(xs) / ref).toFixed(2)} |`);
@@ -157,4 +168,4 @@ async function benchSize(files) {
   }
 }
 
-for (const size of SIZES) await benchSize(size);
+for (const size of SIZES) for (const home of HOMES) await benchSize(size, home);

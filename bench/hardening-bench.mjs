@@ -55,8 +55,8 @@ function edited(p, { seccomp, init }) {
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
     if (a === "--add-seccomp-fd" && !seccomp) i += 1;
-    else if (a === "--perms" && args[i + 4] === "/tmp/.pi-sandbox-init" && !init) i += 4;
-    else if ((a === "/tmp/.pi-sandbox-init" || /^\/proc\/self\/fd\/\d+$/.test(a)) && !init) i += 3;
+    else if (a === "--perms" && args[i + 4] === "/dev/.pi-sandbox-init" && !init) i += 4;
+    else if ((a === "/dev/.pi-sandbox-init" || /^\/proc\/self\/fd\/\d+$/.test(a)) && !init) i += 3;
     else out.push(a);
   }
   return out;

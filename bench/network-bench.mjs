@@ -210,13 +210,13 @@ try {
   const { shown, program: bwrap } = first;
   await first.finishAsync();
   // The same mounts by path, the script on fd 3, without pi-sandbox-init (run from the
-  // /proc/self/fd/N it inherits, or a copy at /tmp/.pi-sandbox-init) and the filters.
+  // /proc/self/fd/N it inherits, or a copy at /dev/.pi-sandbox-init) and the filters.
   const bare = [];
   for (let i = 0; i < shown.length; i++) {
     const a = shown[i];
     if (a === "--add-seccomp-fd") i += 1;
-    else if (a === "--perms" && shown[i + 4] === "/tmp/.pi-sandbox-init") i += 4;
-    else if (a === "--" && (shown[i + 1] === "/tmp/.pi-sandbox-init" || /^\/proc\/self\/fd\/\d+$/.test(shown[i + 1] ?? ""))) {
+    else if (a === "--perms" && shown[i + 4] === "/dev/.pi-sandbox-init") i += 4;
+    else if (a === "--" && (shown[i + 1] === "/dev/.pi-sandbox-init" || /^\/proc\/self\/fd\/\d+$/.test(shown[i + 1] ?? ""))) {
       bare.push(a);
       i += shown[i + 4] === "--proxy" ? 5 : 4;
     } else if (a === "--bind-fd" || a === "--ro-bind-fd") {

@@ -32,6 +32,10 @@ import { narrowHostPath, runPrepared } from "./exec.ts";
 import { addonLoadFailure, choose, escapeWith, notify, show, showStatus, sandboxReport, violationReport } from "./ui.ts";
 import type { FileBackend, SandboxAddon, SandboxHandle } from "./ui.ts";
 
+/** Added to the bash tool's description; the details come with the system prompt. */
+const BASH_SANDBOXED =
+	"Commands run inside pi-sandbox: only the project and /tmp are writable, secrets (env files, credentials) are hidden, and the network may be off or filtered. The system prompt's pi-sandbox section says what holds in this session; a line starting with [pi-sandbox] after the output explains a failure the sandbox caused.";
+
 function loadAddon(): { addon?: SandboxAddon; error?: string } {
 	const require = createRequire(import.meta.url);
 	try {
@@ -431,7 +435,23 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 	});
 
 	const bash = createBashToolDefinition(startCwd, { operations: sandboxed("throw") });
-	pi.registerTool({ ...bash, label: "bash (sandboxed)" });
+	pi.registerTool({
+		...bash,
+		label: "bash (sandboxed)",
+		description: `${bash.description}\n\n${BASH_SANDBOXED}`,
+	});
+
+	// The model learns how bash differs before it runs anything, not from an obscure error.
+	pi.on("before_agent_start", async (event, ctx) => {
+		if (disabledByFlag() || !addon) return undefined;
+		let brief: string | null | undefined;
+		try {
+			brief = (await session(ctx))?.modelBrief(network());
+		} catch {
+			brief = undefined; // a broken config is said elsewhere; the prompt stays as it was
+		}
+		return brief ? { systemPrompt: `${event.systemPrompt}\n\n${brief}` } : undefined;
+	});
 
 	// The user's own `!cmd` / `!!cmd` goes through the same pipeline and the same queue.
 	pi.on("user_bash", (_event, ctx) => {
@@ -529,8 +549,8 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		} else if (decision.verdict !== "allow") {
 			return { block: true, reason: show.lines(decision.reason) };
 		}
-		if (answer.patchKey) {
-			(event.input as Record<string, unknown>)[answer.patchKey] = answer.patchValue;
+		if (answer.patch) {
+			Object.assign(event.input as Record<string, unknown>, answer.patch);
 		}
 		return undefined;
 	});

@@ -7,6 +7,9 @@ import http from "node:http";
 export async function startMockModel(script) {
   const toolResults = new Map(); // tool_call_id -> { name, text }
   const callNames = new Map();
+  // The system prompt and the tools of the last request, as the model saw them.
+  let system = "";
+  let tools = [];
   const server = http.createServer((req, res) => {
     let body = "";
     req.on("data", (c) => (body += c));
@@ -17,6 +20,9 @@ export async function startMockModel(script) {
       }
       const request = JSON.parse(body);
       const messages = request.messages ?? [];
+      const first = messages.find((m) => m.role === "system" || m.role === "developer");
+      system = typeof first?.content === "string" ? first.content : (first?.content ?? []).map((c) => c.text ?? "").join("");
+      tools = request.tools ?? [];
       for (const m of messages) {
         if (m.role === "tool") {
           const text = typeof m.content === "string" ? m.content : (m.content ?? []).map((c) => c.text ?? "").join("");
@@ -67,6 +73,10 @@ export async function startMockModel(script) {
       [...toolResults.entries()]
         .map(([id, r]) => ({ id, ...r }))
         .sort((a, b) => a.id.localeCompare(b.id, undefined, { numeric: true })),
+    /** The system prompt of the last request. */
+    system: () => system,
+    /** The tools of the last request: [{ type, function: { name, description, parameters } }] */
+    tools: () => tools,
     close: () => new Promise((r) => server.close(r)),
   };
 }

@@ -77,7 +77,7 @@ export async function runPi({ script, world, args = [], env = {}, cwd = world.pr
   child.stderr.on("data", (d) => (stderr += d));
   const code = await exitOf(child);
   await model.close();
-  return { code, stdout, stderr, results: model.results() };
+  return { code, stdout, stderr, results: model.results(), system: model.system(), tools: model.tools() };
 }
 
 function commonArgs(extension = ownExtension) {

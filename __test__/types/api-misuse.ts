@@ -112,5 +112,5 @@ new RedactStream();
 addon.__napiBindingTarget;
 // @ts-expect-error: the Rust struct names are not exported
 type Old = addon.JsDecision;
-// @ts-expect-error: patchValue is a string, not any
-const patched: number | undefined = s.checkTool("grep", { pattern: "x" })?.patchValue;
+// @ts-expect-error: a patch's values are strings, not any
+const patched: number | undefined = s.checkTool("grep", { pattern: "x" })?.patch?.glob;

@@ -77,10 +77,9 @@ impl From<Decision> for JsDecision {
 #[napi(object, js_name = "ToolDecision")]
 pub struct JsToolDecision {
     pub decision: JsDecision,
-    /// Input key to overwrite before pi runs the tool (e.g. grep's `glob`), if any.
-    pub patch_key: Option<String>,
-    /// The value `patchKey` gets.
-    pub patch_value: Option<String>,
+    /// Input keys to overwrite before pi runs the tool, with their values (grep's `glob`; a
+    /// search's `path` in the session's own /tmp), if any.
+    pub patch: Option<std::collections::HashMap<String, String>>,
     /// What to ask the user when the verdict is "prompt".
     #[napi(ts_type = "GuardPrompt")]
     pub prompt: Option<JsPrompt>,

@@ -728,6 +728,19 @@ impl Sandbox {
         self.commands.session().dispose();
     }
 
+    /// What the model should know before it runs bash: how bash differs inside the sandbox
+    /// (writable places, hidden secrets, /tmp, network), a few lines for the system prompt.
+    /// Null when the sandbox is off. `network`: the mode asked for (`--sandbox-network`).
+    /// @throws {SandboxError} `E_BAD_NETWORK`.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "network?: NetworkMode | undefined | null"
+    )]
+    pub fn model_brief(&self, network: Option<String>) -> napi::Result<Option<String>, String> {
+        let asked = parse_network(network)?;
+        Ok(self.commands.session().model_brief(asked))
+    }
+
     /// The effective configuration as text, each value with the file it came from.
     /// `network`: the mode asked for (`--sandbox-network`), to say what bash gets.
     /// @throws {SandboxError} `E_BAD_NETWORK`.

@@ -115,14 +115,9 @@ pub(crate) fn tool_decision(
     c: crate::session::tools::ToolCheck,
     prompt: Option<JsPrompt>,
 ) -> JsToolDecision {
-    let (patch_key, patch_value) = match c.patch {
-        Some((k, v)) => (Some(k), Some(v)),
-        None => (None, None),
-    };
     JsToolDecision {
         decision: c.decision.into(),
-        patch_key,
-        patch_value,
+        patch: (!c.patch.is_empty()).then(|| c.patch.into_iter().collect()),
         prompt,
     }
 }

@@ -39,9 +39,12 @@ pub(crate) struct MountPlan {
     /// so the command cannot create them.
     pub(crate) placeholders: Vec<PathBuf>,
     pub(crate) network: Network,
-    /// Where the command's script appears inside the sandbox (in its private /tmp, read-only,
-    /// added after the tmpfs so it stays visible).
+    /// Where the command's script appears inside the sandbox (read-only, in the sandbox's own
+    /// /dev: not in /tmp, which may be the session's host folder).
     pub(crate) script: Option<PathBuf>,
+    /// The host folder bound at /tmp: the session's own (`tmp_map`), the same for every
+    /// command. None: a private tmpfs per command.
+    pub(crate) tmp: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,16 +162,19 @@ pub(crate) fn plan(
         placeholders,
         network,
         script: script.map(Path::to_path_buf),
+        tmp: env.tmp.clone().filter(|t| disk.kind(t) == FileKind::Dir),
     }
 }
 
-/// The writable roots that become mounts. `/tmp` itself is the private tmpfs, writable
-/// already; paths below it are bound in. A root inside what a protected link points to is no
-/// more writable than the link's name.
+/// The writable roots that become mounts. `/tmp` itself (the private tmpfs, or the session's
+/// folder bound there) is writable already; paths below it are bound in. A root inside what a
+/// protected link points to is no more writable than the link's name.
 fn mounted_writable(guard: &Guard, facts: &Facts, disk: &Disk) -> Vec<PathBuf> {
     let mut writable = writable_roots(guard);
+    let session_tmp = guard.env().tmp.as_deref();
     writable.retain(|p| {
         p.as_path() != Path::new("/tmp")
+            && Some(p.as_path()) != session_tmp
             && disk.kind(p) == FileKind::Dir
             && !facts.scan.second_names.iter().any(|f| is_under(p, &f.path))
     });
@@ -415,6 +421,7 @@ mod tests {
             session_dirs: vec![],
             session_file: None,
             pi_loads: vec![],
+            tmp: None,
         }
     }
 

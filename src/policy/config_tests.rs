@@ -210,6 +210,7 @@ fn temp_env() -> (tempfile::TempDir, Env) {
         session_dirs: vec![],
         session_file: None,
         pi_loads: vec![],
+        tmp: None,
     };
     std::fs::create_dir_all(env.cwd.join(".pi")).unwrap();
     (t, env)

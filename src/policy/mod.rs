@@ -1,6 +1,6 @@
 //! Pure decisions: the layered config, project trust, path rules, the guard, pi's control
 //! surface (the protected table), the credential list, the environment filter, the bash
-//! decision, and where pi keeps and loads its own files.
+//! decision, where pi keeps and loads its own files, and what `/tmp` means in a session.
 
 pub(crate) mod bash;
 pub(crate) mod config;
@@ -14,4 +14,5 @@ pub(crate) mod project_layer;
 pub(crate) mod protected;
 pub(crate) mod rules;
 pub(crate) mod session_env;
+pub(crate) mod tmp_map;
 pub(crate) mod trust;

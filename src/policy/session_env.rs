@@ -19,6 +19,10 @@ pub(crate) struct Env {
     /// The extensions pi's settings make it load at start, as pi's package manager named
     /// them (`pi_loads`). Empty without pi (the CLI).
     pub(crate) pi_loads: Vec<crate::policy::pi_loads::PiLoad>,
+    /// The session's own /tmp: a host folder bash sees at `/tmp`, and what the file tools'
+    /// `/tmp/...` means (`tmp_map`). None: bash gets a private /tmp per command (no folder
+    /// could be made, or the platform cannot bind one there).
+    pub(crate) tmp: Option<PathBuf>,
 }
 
 impl Env {
@@ -38,6 +42,7 @@ impl Env {
             session_dirs: vec![],
             session_file: None,
             pi_loads: vec![],
+            tmp: None,
         }
     }
 
@@ -76,6 +81,7 @@ impl Env {
             session_dirs: vec![],
             session_file: None,
             pi_loads: vec![],
+            tmp: None,
         }
     }
 

@@ -97,6 +97,18 @@ impl Session {
             "\nBash's index of the writable trees: {}",
             self.index_status()
         );
+        let _ = match (&self.options.env.tmp, self.tmp_error()) {
+            (Some(tmp), None) => writeln!(
+                out,
+                "/tmp: the session's own, shared by bash and the file tools ({} on the host), removed when the session ends",
+                shown::path(tmp)
+            ),
+            (_, why) => writeln!(
+                out,
+                "/tmp: a private one for each bash command; the file tools' /tmp is the host's ({})",
+                shown::lines(why.unwrap_or("not made"))
+            ),
+        };
         self.describe_project(&mut out);
         out.push_str(&self.committed_env.report());
         if let Some(kept) = self.kept_notice() {

@@ -128,6 +128,7 @@ impl Session {
     pub(crate) fn check(&self, op: Op, path: &Path) -> Decision {
         match self.guard() {
             Some(g) => {
+                let path = &g.session_path(path);
                 // Which directories are git dirs is a write's question: the index answers
                 // where it knows.
                 let d = match op {
@@ -147,6 +148,7 @@ impl Session {
     pub(crate) fn explain(&self, op: Op, path: &Path) -> (Decision, Vec<Step>) {
         match self.guard() {
             Some(g) => {
+                let path = &g.session_path(path);
                 let (d, mut steps) = self.judged_with_hooks(
                     g,
                     || self.with_git_dirs(|known| g.explain_with(op, path, known)),
@@ -193,7 +195,7 @@ impl Session {
             }
             None if tools::GUARDED_TOOLS.contains(&tool) => Some(ToolCheck {
                 decision: self.refused(Op::Read, &self.options.env.cwd),
-                patch: None,
+                patch: vec![],
             }),
             None => None,
         }

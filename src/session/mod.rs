@@ -4,6 +4,7 @@
 pub(crate) mod approvals;
 mod approvals_upgrade;
 pub(crate) mod bash;
+mod brief;
 pub(crate) mod command_keys;
 pub(crate) mod commands;
 pub(crate) mod config_edit;
@@ -15,6 +16,7 @@ pub(crate) mod network_questions;
 pub(crate) mod prompts;
 pub(crate) mod report;
 pub(crate) mod repos;
+mod tmp_dir;
 pub(crate) mod tools;
 
 use std::collections::{HashMap, HashSet};
@@ -63,6 +65,20 @@ pub(crate) struct Options {
     pub(crate) approval_mode: Option<String>,
     /// pi's session id: session-scoped approvals belong to it.
     pub(crate) session_id: Option<String>,
+}
+
+/// The session's own /tmp (`policy::tmp_map`), where the platform can bind one at /tmp.
+fn session_tmp() -> Result<tempfile::TempDir, String> {
+    if !cfg!(target_os = "linux") {
+        return Err("this platform's sandbox cannot give bash a folder of its own at /tmp".into());
+    }
+    let host = std::env::temp_dir();
+    tmp_dir::make(&host).map_err(|e| {
+        format!(
+            "no folder for the session's /tmp could be made in {}: {e}",
+            host.display()
+        )
+    })
 }
 
 /// The id session-scoped grants are stored under: pi's session id, else this process's.
@@ -167,6 +183,8 @@ pub struct Session {
     repo_git_paths: std::cell::RefCell<HashMap<PathBuf, (Stamp, Vec<GitPath>)>>,
     /// Where every refusal is recorded (`violations`).
     log: ViolationLog,
+    /// The session's own /tmp on the host (removed with it), or why none could be made.
+    tmp: Result<tempfile::TempDir, String>,
     /// The secrets hidden from the model, and the stamp of pi's key files they were read at.
     redactor: std::cell::RefCell<Option<(Stamp, Arc<Redactor>)>>,
     /// The user's grants on disk (`approvals`), or why they cannot be read or written.
@@ -224,7 +242,9 @@ fn stamp_of(files: &[PathBuf]) -> Stamp {
 }
 
 impl Session {
-    pub(crate) fn load(options: Options) -> Session {
+    pub(crate) fn load(mut options: Options) -> Session {
+        let tmp = session_tmp();
+        options.env.tmp = tmp.as_ref().ok().map(|t| t.path().to_path_buf());
         let log = ViolationLog::in_agent_dir(&options.env.agent_dir);
         let store = Store::in_agent_dir(&options.env.agent_dir).map_err(|e| e.to_string());
         let gate = Arc::new(Gate::new(log.clone(), crate::net::proxy::system_resolver()));
@@ -260,6 +280,7 @@ impl Session {
             env_search: None,
             repo_git_paths: Default::default(),
             redactor: Default::default(),
+            tmp,
         };
         s.reload();
         s
@@ -352,6 +373,13 @@ impl Session {
     pub(crate) fn dispose(&mut self) {
         self.index = None;
         self.env_search = None;
+        // The session's /tmp goes with it, servers' files and all.
+        self.tmp = Err("the session ended".into());
+    }
+
+    /// Why the session has no /tmp of its own (bash then gets a private one per command).
+    pub(crate) fn tmp_error(&self) -> Option<&str> {
+        self.tmp.as_ref().err().map(String::as_str)
     }
 
     /// What the guard keeps read-only in bash's writable trees now: from the index, or by a
@@ -636,6 +664,7 @@ pub(crate) fn session_in(
         session_dirs: vec![],
         session_file: None,
         pi_loads: vec![],
+        tmp: None,
     };
     std::fs::create_dir_all(&env.cwd).unwrap();
     std::fs::create_dir_all(&env.home).unwrap();

@@ -17,8 +17,9 @@ pub(crate) const ENV_FILE_EXCLUDE_GLOB: &str = "!{.env,.env.*}";
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ToolCheck {
     pub(crate) decision: Decision,
-    /// `(input key, new value)`; applied before pi runs the tool (grep's `glob`).
-    pub(crate) patch: Option<(String, String)>,
+    /// `(input key, new value)` pairs applied before pi runs the tool (grep's `glob`; the
+    /// session's own /tmp for the searches, which pi runs on the host).
+    pub(crate) patch: Vec<(String, String)>,
 }
 
 pub(crate) const GUARDED_TOOLS: &[&str] = &["read", "write", "edit", "grep", "find", "ls"];
@@ -50,7 +51,7 @@ pub(crate) fn check_tool_with(
     let raw_path = input.get("path").and_then(Value::as_str);
     let plain = |decision| ToolCheck {
         decision,
-        patch: None,
+        patch: vec![],
     };
     let missing = |what: &str| {
         plain(Decision {
@@ -77,8 +78,11 @@ pub(crate) fn check_tool_with(
         },
         _ => resolve(path_or_dot, false),
     };
-    let path = match resolved {
-        Ok(p) => p,
+    let (moved, path) = match resolved {
+        Ok(p) => {
+            let mapped = guard.session_path(&p);
+            (mapped != p, mapped)
+        }
         Err(e) => return Some(missing(&e.to_string())),
     };
     let check = match tool {
@@ -106,7 +110,24 @@ pub(crate) fn check_tool_with(
         "grep" => check_grep(guard, &path, input),
         _ => unreachable!("tool list checked above"),
     };
-    Some(check)
+    Some(searched_where_judged(check, tool, moved, &path))
+}
+
+/// rg and fd run on the host: a search the session's /tmp map moved must look where
+/// it was judged. (read, write and edit come back through the session, which maps the path
+/// itself, so pi's messages keep the name the model used.)
+fn searched_where_judged(
+    mut check: ToolCheck,
+    tool: &str,
+    moved: bool,
+    judged: &Path,
+) -> ToolCheck {
+    if moved && matches!(tool, "grep" | "find" | "ls") {
+        check
+            .patch
+            .push(("path".into(), judged.to_string_lossy().into_owned()));
+    }
+    check
 }
 
 /// grep reads file contents: besides the search root, env files must stay out of its results
@@ -119,13 +140,13 @@ fn check_grep(guard: &Guard, root: &Path, input: &Value) -> ToolCheck {
     {
         return ToolCheck {
             decision,
-            patch: None,
+            patch: vec![],
         };
     }
     match input.get("glob").and_then(Value::as_str).filter(|g| !g.is_empty()) {
         None => ToolCheck {
             decision,
-            patch: Some(("glob".into(), ENV_FILE_EXCLUDE_GLOB.into())),
+            patch: vec![("glob".into(), ENV_FILE_EXCLUDE_GLOB.into())],
         },
         Some(glob) if glob_may_select_env_files(glob) => ToolCheck {
             decision: Decision {
@@ -137,11 +158,11 @@ fn check_grep(guard: &Guard, root: &Path, input: &Value) -> ToolCheck {
                 ),
                 ..decision
             },
-            patch: None,
+            patch: vec![],
         },
         Some(_) => ToolCheck {
             decision,
-            patch: None,
+            patch: vec![],
         },
     }
 }
@@ -230,10 +251,10 @@ mod tests {
         let home = &w.env.home;
         let c = check_tool(&g, "grep", &json!({"pattern": "KEY"}), home).unwrap();
         assert_eq!(c.decision.verdict, Verdict::Allow);
-        assert_eq!(c.patch, Some(("glob".into(), ENV_FILE_EXCLUDE_GLOB.into())));
+        assert_eq!(c.patch, vec![("glob".into(), ENV_FILE_EXCLUDE_GLOB.into())]);
         let c = check_tool(&g, "grep", &json!({"pattern": "KEY", "glob": "*.ts"}), home).unwrap();
         assert_eq!(c.decision.verdict, Verdict::Allow);
-        assert_eq!(c.patch, None);
+        assert_eq!(c.patch, vec![]);
         let c = check_tool(
             &g,
             "grep",
@@ -244,7 +265,7 @@ mod tests {
         assert_eq!(c.decision.verdict, Verdict::Deny);
         let g = w.guard_with("{}", ApprovalMode::Always);
         let c = check_tool(&g, "grep", &json!({"pattern": "KEY"}), home).unwrap();
-        assert_eq!(c.patch, None);
+        assert_eq!(c.patch, vec![]);
     }
 
     #[test]

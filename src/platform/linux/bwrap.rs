@@ -1,9 +1,9 @@
 //! `MountPlan` → bubblewrap argv (Linux). Pure: the plan already says which paths exist and
 //! what they are; this only orders the flags.
 //!
-//! Order matters: later mounts cover earlier ones. Read-only root first, then the private
-//! /tmp, then the plan's mounts (each deeper path after its parents, so it wins), then the
-//! script (after /tmp, so that the tmpfs does not hide it).
+//! Order matters: later mounts cover earlier ones. Read-only root first, then /tmp (the
+//! session's folder, or a private tmpfs), then the plan's mounts (each deeper path after its
+//! parents, so it wins), then the script (in the sandbox's own /dev).
 //!
 //! Every bind of a path the agent can reach is by fd (`--bind-fd`, `--ro-bind-fd`): the
 //! caller opens `BwrapArgs::sources` without following links, so a symlink planted or swapped
@@ -125,8 +125,9 @@ pub(crate) struct Extras<'a> {
 /// namespace, hand it to the supervisor and point the proxy variables at it.
 pub(crate) const PROXY_FLAG: &str = "--proxy";
 
-/// Where `pi-sandbox-init` appears inside the sandbox (the private /tmp, read-only).
-pub(crate) const INIT_INSIDE: &str = "/tmp/.pi-sandbox-init";
+/// Where `pi-sandbox-init` appears inside the sandbox when it cannot run from its fd: the
+/// sandbox's own /dev, read-only (/tmp may be the session's host folder).
+pub(crate) const INIT_INSIDE: &str = "/dev/.pi-sandbox-init";
 
 /// The bwrap arguments (without the `bwrap` program itself), ending in `-- <command...>`.
 pub(crate) fn build(
@@ -211,11 +212,17 @@ impl BwrapArgs {
 
     /// A bind of `path` onto itself, by fd.
     fn bind_fd(&mut self, f: &str, path: &Path) -> Result<(), BwrapError> {
-        check(path)?;
+        self.bind_fd_at(f, path, path)
+    }
+
+    /// A bind of `src` on `dst`, by fd.
+    fn bind_fd_at(&mut self, f: &str, src: &Path, dst: &Path) -> Result<(), BwrapError> {
+        check(src)?;
+        check(dst)?;
         let fd = self.next_fd();
-        self.fds.push(FdSource::Path(path.to_path_buf()));
+        self.fds.push(FdSource::Path(src.to_path_buf()));
         self.args
-            .extend([f.into(), fd.to_string().into(), path.into()]);
+            .extend([f.into(), fd.to_string().into(), dst.into()]);
         Ok(())
     }
 
@@ -224,7 +231,12 @@ impl BwrapArgs {
         // Fixed system paths, not writable by the agent: by name.
         self.mount("--ro-bind", Path::new("/"), Path::new("/"))?;
         self.args
-            .extend(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"].map(OsString::from));
+            .extend(["--proc", "/proc", "--dev", "/dev"].map(OsString::from));
+        match &plan.tmp {
+            // The session's own /tmp, the same for every command.
+            Some(tmp) => self.bind_fd_at("--bind-fd", tmp, Path::new("/tmp"))?,
+            None => self.args.extend(["--tmpfs", "/tmp"].map(OsString::from)),
+        }
         // The plan is ordered so that a deeper path comes after its parents: it wins.
         for m in &plan.mounts {
             match m.kind {
@@ -334,7 +346,8 @@ mod tests {
             ],
             placeholders: vec![],
             network: Network::Off,
-            script: Some("/tmp/pi-bash-1-2-abc.sh".into()),
+            script: Some("/dev/.pi-bash-1-2-abc.sh".into()),
+            tmp: Some("/var/t/pi-sandbox-0/1-abc".into()),
         }
     }
 
@@ -367,7 +380,11 @@ mod tests {
                 supervised: true,
                 init_from_fd: false,
             },
-            &["bash".into(), "-c".into(), "/tmp/pi-bash-1-2-abc.sh".into()],
+            &[
+                "bash".into(),
+                "-c".into(),
+                "/dev/.pi-bash-1-2-abc.sh".into(),
+            ],
         )
         .unwrap();
         // One mount or flag group per line; split on whitespace (no path here has spaces).
@@ -376,19 +393,19 @@ mod tests {
             --cap-drop ALL --unshare-user --disable-userns --unshare-net
             --add-seccomp-fd 4 --add-seccomp-fd 5
             --ro-bind / /
-            --proc /proc --dev /dev --tmpfs /tmp
+            --proc /proc --dev /dev --bind-fd 6 /tmp
             --tmpfs /home/u/.ssh --remount-ro /home/u/.ssh
-            --bind-fd 6 /w/proj
-            --ro-bind-fd 7 /w/proj/.pi
-            --ro-bind-fd 8 /w/proj/.git/hooks
+            --bind-fd 7 /w/proj
+            --ro-bind-fd 8 /w/proj/.pi
+            --ro-bind-fd 9 /w/proj/.git/hooks
             --ro-bind /dev/null /home/u/.pi/agent/auth.json
-            --bind-fd 9 /home/u/.pi/agent/sessions
-            --ro-bind-data 10 /tmp/pi-bash-1-2-abc.sh
-            --perms 0555 --ro-bind-data 11 /tmp/.pi-sandbox-init
+            --bind-fd 10 /home/u/.pi/agent/sessions
+            --ro-bind-data 11 /dev/.pi-bash-1-2-abc.sh
+            --perms 0555 --ro-bind-data 12 /dev/.pi-sandbox-init
             --unsetenv GITHUB_TOKEN
             --setenv TMPDIR /tmp
             --chdir /w/proj/src
-            -- /tmp/.pi-sandbox-init 12 13 -- bash -c /tmp/pi-bash-1-2-abc.sh"
+            -- /dev/.pi-sandbox-init 13 14 -- bash -c /dev/.pi-bash-1-2-abc.sh"
             .split_whitespace()
             .collect();
         assert_eq!(strings(&built.args), expected);
@@ -399,6 +416,7 @@ mod tests {
             [
                 FdSource::Filter(0),
                 FdSource::Filter(1),
+                p("/var/t/pi-sandbox-0/1-abc"),
                 p("/w/proj"),
                 p("/w/proj/.pi"),
                 p("/w/proj/.git/hooks"),
@@ -426,7 +444,7 @@ mod tests {
         let tail = args.iter().position(|a| a == "--").unwrap();
         assert_eq!(
             args[tail + 1..],
-            ["/proc/self/fd/9", "10", "11", "--", "true"]
+            ["/proc/self/fd/10", "11", "12", "--", "true"]
         );
         assert_eq!(
             built.fds[built.fds.len() - 3..],
@@ -436,6 +454,19 @@ mod tests {
                 FdSource::SupervisorSocket
             ]
         );
+    }
+
+    #[test]
+    fn without_a_session_folder_tmp_is_a_private_tmpfs() {
+        let mut p = plan();
+        p.tmp = None;
+        let built = build(&p, NONE, &["true".into()]).unwrap();
+        let args = strings(&built.args);
+        let at = args.iter().position(|a| a == "--tmpfs").unwrap();
+        assert_eq!(args[at + 1], "/tmp");
+        assert!(!built
+            .fds
+            .contains(&FdSource::Path("/var/t/pi-sandbox-0/1-abc".into())));
     }
 
     #[test]

@@ -17,9 +17,9 @@ use crate::platform::linux::seccomp::Program;
 use crate::platform::mounts::MountPlan;
 use crate::policy::bash::Network;
 
-/// Where the command's script appears inside the sandbox: its private /tmp, fresh for each
-/// command, so a fixed name cannot collide.
-const SCRIPT_INSIDE: &str = "/tmp/pi-bash-command.sh";
+/// Where the command's script appears inside the sandbox: its own /dev, fresh for each
+/// command, so a fixed name cannot collide (/tmp is shared by the session's commands).
+const SCRIPT_INSIDE: &str = "/dev/.pi-bash-command.sh";
 
 /// A bwrap launch of `command`.
 pub(crate) fn bwrap(setup: &Setup, command: Command) -> Result<Launch, LaunchError> {

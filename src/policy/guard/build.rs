@@ -50,6 +50,10 @@ impl Guard {
             session_dirs: env.session_dirs.clone(),
             session_file: env.session_file.clone(),
             pi_loads: env.pi_loads.clone(),
+            tmp: match &env.tmp {
+                Some(t) => Some(paths::canonicalize(t)?),
+                None => None,
+            },
         };
         // Rules share directories: resolve each once.
         let mut canon = paths::Canonicalizer::default();
@@ -73,6 +77,9 @@ impl Guard {
             .filter(|a| protected::is_git_dir_on_disk(a))
             .map(Path::to_path_buf)
             .collect();
+        let tmp_host_bound = crate::policy::tmp_map::host_bound_below_tmp(
+            std::iter::once(env.cwd.as_path()).chain(allow_write.iter().map(|r| r.path.as_path())),
+        );
         let writable: Vec<PathBuf> = std::iter::once(env.cwd.clone())
             .chain(allow_write.iter().map(|r| r.path.clone()))
             .collect();
@@ -96,11 +103,21 @@ impl Guard {
             deny_write_globs: deny_write_globs.into(),
             git_paths: Default::default(),
             env_read_grants: Arc::from(Vec::new()),
+            tmp_host_bound: tmp_host_bound.into(),
             enabled: config.enabled.clone(),
             mode: config.mode.clone(),
             approval,
             env,
         })
+    }
+}
+
+/// An allowWrite entry of `/tmp` itself means the session's own /tmp (`tmp_map`); entries below
+/// it are host folders bash gets bound in at their own path.
+fn in_session_tmp(path: PathBuf, env: &Env) -> PathBuf {
+    match &env.tmp {
+        Some(tmp) if path == Path::new(crate::policy::tmp_map::TMP) => tmp.clone(),
+        _ => path,
     }
 }
 
@@ -215,7 +232,7 @@ fn allow_write_rules(
             ));
         }
         allow_write.push(DirRule {
-            path: canon.resolve(raw, &env.home, &env.cwd)?,
+            path: in_session_tmp(canon.resolve(raw, &env.home, &env.cwd)?, env),
             raw: raw.clone(),
             source: config.allow_write.source.to_string(),
         });

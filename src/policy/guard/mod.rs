@@ -206,11 +206,23 @@ pub(crate) struct Guard {
     git_paths: Arc<RwLock<Vec<GitPath>>>,
     /// Env files the user allowed reading (canonical path, how it was granted).
     env_read_grants: Arc<[(PathBuf, String)]>,
+    /// Writable roots below /tmp that bash gets at their host path (`tmp_map`).
+    tmp_host_bound: Arc<[PathBuf]>,
 }
 
 impl Guard {
     pub(crate) fn env(&self) -> &Env {
         &self.env
+    }
+
+    /// `path` (absolute) as the session's commands mean it: `/tmp/...` is the session's own
+    /// /tmp unless bash gets that host folder bound in (`tmp_map`).
+    pub(crate) fn session_path(&self, path: &Path) -> PathBuf {
+        let Some(tmp) = &self.env.tmp else {
+            return path.to_path_buf();
+        };
+        crate::policy::tmp_map::in_session_tmp(path, tmp, &self.tmp_host_bound)
+            .unwrap_or_else(|| path.to_path_buf())
     }
 
     pub(crate) fn mode(&self) -> &Sourced<Mode> {

@@ -261,6 +261,7 @@ fn glob_metacharacters_in_the_project_path_are_escaped() {
         session_dirs: vec![],
         session_file: None,
         pi_loads: vec![],
+        tmp: None,
     };
     let cfg = merge(
         crate::policy::config::Config::defaults_for(&env),
