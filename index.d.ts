@@ -44,6 +44,9 @@ export type CommandVerdict = 'sandboxed' | 'unsandboxed' | 'ask' | 'denied'
 /** Where `grantWrite` and `grantDomain` put a grant: memory, the project file or the global file. */
 export type WriteScope = 'session' | 'project' | 'global'
 
+/** A write grant of one file alone: for this tool call, or for the session (file tools only). */
+export type FileOnlyScope = 'once' | 'file-session'
+
 /** How long `grantEnvFile` allows the file: this tool call, this session, or for good. */
 export type EnvFileScope = 'once' | 'session' | 'always'
 
@@ -57,7 +60,7 @@ export type CommandKey = 'exact' | `prefix:${number}`
 export type NetworkAnswer = 'abort' | 'session' | 'project' | 'global' | 'noUi'
 
 /** Every choice id a prompt can offer; each prompt kind offers some of them (see `PromptOf`). */
-export type ChoiceId = 'abort' | 'once' | 'session' | 'project' | 'global' | 'always' | 'trust' | CommandKey
+export type ChoiceId = 'abort' | 'once' | 'file-session' | 'session' | 'project' | 'global' | 'always' | 'trust' | CommandKey
 
 /** Which question a `Prompt` asks. */
 export type PromptKind = 'write' | 'envRead' | 'envWrite' | 'command' | 'commandKey' | 'network' | 'trust'
@@ -69,7 +72,7 @@ export interface PromptOf<K extends PromptKind, Id extends ChoiceId> extends Pro
 }
 
 /** A write outside the writable directories (`abort` only when the directory is too wide to grant): the answer goes to `grantWrite`. */
-export type WritePrompt = PromptOf<'write', 'abort' | WriteScope>
+export type WritePrompt = PromptOf<'write', 'abort' | WriteScope | FileOnlyScope>
 
 /** Reading or changing an env file: the answer goes to `grantEnvFile`. */
 export type EnvFilePrompt = PromptOf<'envRead' | 'envWrite', 'abort' | EnvFileScope>
@@ -401,10 +404,13 @@ export declare class Sandbox {
    */
   answerNetworkPrompt(id: number, answer: NetworkAnswer): string | null
   /**
-   * For a sandboxed command's output: one sentence for each path an error line reports as
-   * read-only or busy that the sandbox keeps so, with the rule and how to change it.
+   * For a sandboxed command's output: one sentence for each failure the sandbox caused
+   * that an error line shows: a path kept read-only or hidden (with the rule), a write
+   * outside the writable folders, a connection to the host's loopback; each with how to
+   * change it. `network`: the mode the command ran with (`--sandbox-network`; default the
+   * session's).
    */
-  explainWriteFailures(output: string): Array<string>
+  explainWriteFailures(output: string, network?: NetworkMode | undefined | null): Array<string>
   /**
    * `path` (a `PATH` value) without the entries pi itself must not run programs from:
    * relative ones, and those inside a directory the agent may write (an activated
@@ -414,11 +420,12 @@ export declare class Sandbox {
   hostPath(path: string): string
   /**
    * The user allowed writes in `path`'s directory from the write prompt: `scope` is
-   * session (memory only), project or global (written into that config file). Takes
-   * effect at once. Returns a sentence saying where the grant went.
+   * session (memory only), project or global (written into that config file); or `path`
+   * alone: once (this tool call) or file-session. Takes effect at once. Returns a
+   * sentence saying where the grant went.
    * @throws {SandboxError} `E_BAD_SCOPE`, `E_BAD_PATH`, `E_GRANT` (not grantable, or not stored).
    */
-  grantWrite(path: string, scope: WriteScope): string
+  grantWrite(path: string, scope: WriteScope | FileOnlyScope): string
   /**
    * The user allowed `host` from the network prompt: session (approvals store), project
    * or global (added to network.allowedDomains of that config file). Takes effect at once,
@@ -484,6 +491,12 @@ export declare class Sandbox {
    * @throws {SandboxError} `E_BAD_NETWORK`.
    */
   modelBrief(network?: NetworkMode | undefined | null): string | null
+  /**
+   * `/sandbox`: one screen of what holds now (mode, bash's engine and network, where it
+   * may write, what is hidden, grants, the latest refusals). `describe` has every rule.
+   * @throws {SandboxError} `E_BAD_NETWORK`.
+   */
+  summary(network?: NetworkMode | undefined | null): string
   /**
    * The effective configuration as text, each value with the file it came from.
    * `network`: the mode asked for (`--sandbox-network`), to say what bash gets.

@@ -38,6 +38,31 @@ test("a blocked write asks; Abort keeps it blocked and tells the model the user 
   assert.equal(existsSync(path.join(w.root, "outside", "a.txt")), false);
 });
 
+test("a write whose folder is too wide to open offers the file alone: once, then for the session; its neighbours still ask", async (t) => {
+  const w = makeWorld("wfile");
+  t.after(w.cleanup);
+  const notes = path.join(w.home, "notes.txt");
+  const script = [
+    [call("write", { path: notes, content: "ONCE" })],
+    [call("write", { path: notes, content: "AGAIN" })],
+    [call("write", { path: notes, content: "SESSION" })],
+    [call("write", { path: path.join(w.home, "other.txt"), content: "X" })],
+  ];
+  const answer = picking(/^Allow this write only/, /^Abort/, /^Allow writing this file for this session/, /^Abort/);
+  const r = await runPiRpc({ world: w, script, answer });
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.dialogs.length, 4, JSON.stringify(r.dialogs.map((d) => d.title)));
+  const d = r.dialogs[0];
+  assert.match(d.title, /too wide to open: only this file can be allowed/);
+  assert.deepEqual(d.options.map((o) => o.split(" (")[0]), ["Abort", "Allow this write only", "Allow writing this file for this session"]);
+  const res = byId(r.results);
+  assert.match(res.call_0_0, /Successfully wrote/);
+  assert.match(res.call_1_0, /declined/, "once was for that write only");
+  assert.match(res.call_2_0, /Successfully wrote/);
+  assert.equal(readFileSync(notes, "utf8"), "SESSION");
+  assert.equal(existsSync(path.join(w.home, "other.txt")), false);
+});
+
 for (const [scope, pick] of [
   ["session", /for this session/],
   ["project", /for this project/],
@@ -282,7 +307,7 @@ test("project trust: an untrusted widening file is not applied, trusting applies
 
   // /sandbox says so before anything is answered.
   const report = async () => {
-    const rr = await runPiRpc({ world: w, script: [], message: "/sandbox", until: (m) => m.type === "extension_ui_request" && m.method === "notify" && /effective configuration/.test(m.message) });
+    const rr = await runPiRpc({ world: w, script: [], message: "/sandbox full", until: (m) => m.type === "extension_ui_request" && m.method === "notify" && /effective configuration/.test(m.message) });
     return rr.uiEvents.find((e) => e.method === "notify" && /effective configuration/.test(e.message)).message;
   };
   assert.match(await report(), /NOT TRUSTED YET: only its tightening rules apply[\s\S]*would make ".*outside" writable/);

@@ -72,7 +72,7 @@ test("a hostile sandbox.json: the trust dialog escapes entries and file name, an
   assert.ok(lines.length < 20, `${lines.length} lines`);
 
   // /sandbox: the entries (a tightening denyRead applies at once) and the paths, escaped.
-  const rr = await runPiRpc({ world: w, cwd: project, script: [], message: "/sandbox", until: report });
+  const rr = await runPiRpc({ world: w, cwd: project, script: [], message: "/sandbox full", until: report });
   noRawCharacters(rr.uiEvents);
   const text = rr.uiEvents.find(report).message;
   assert.ok(text.includes(`~/.x${SHOWN}`), text);
@@ -152,7 +152,7 @@ test("a config file whose error quotes a hostile key: the notice shows it escape
   // An unknown key breaks the file (everything is blocked, fail closed); the parser quotes
   // the key back, and the key would otherwise draw its own line in the notice.
   writeFileSync(file, JSON.stringify({ [`x\npi-sandbox-rs: all clear${HOSTILE}`]: 1 }));
-  const r = await runPiRpc({ world: w, script: [], message: "/sandbox", until: report });
+  const r = await runPiRpc({ world: w, script: [], message: "/sandbox full", until: report });
   assert.equal(r.code, 0, r.stderr);
   noRawCharacters(r.uiEvents);
   const notices = r.uiEvents.filter((e) => e.method === "notify").map((e) => e.message);
@@ -182,7 +182,7 @@ test("a repository that tracks .env: the first bash note and /sandbox say so, on
   assert.match(res.call_0_0, /\[pi-sandbox\] This repository tracks \.env, api\\x1b\[2K\/\.env\.production in git/, res.call_0_0);
   assert.doesNotMatch(res.call_0_0, RAW);
   assert.doesNotMatch(res.call_1_0, /tracks/, "once per session");
-  const rr = await runPiRpc({ world: w, script: [], message: "/sandbox", until: report });
+  const rr = await runPiRpc({ world: w, script: [], message: "/sandbox full", until: report });
   const text = rr.uiEvents.find(report).message;
   assert.match(text, /Env files tracked by git: \.env, api\\x1b\[2K\/\.env\.production\n.*git show HEAD:/, text);
   assert.ok(existsSync(path.join(w.project, ".env")));

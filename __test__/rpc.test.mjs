@@ -4,13 +4,13 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { makeWorld, runPiRpc } from "./helpers/pi-run.mjs";
 
-test("the footer shows the mode and how bash runs; /sandbox shows each rule's source", async (t) => {
+test("the footer shows the mode and how bash runs; /sandbox full shows each rule's source", async (t) => {
   const w = makeWorld("rpcstatus");
   t.after(w.cleanup);
   const r = await runPiRpc({
     world: w,
     script: [],
-    message: "/sandbox",
+    message: "/sandbox full",
     until: (msg) => msg.type === "extension_ui_request" && msg.method === "notify" && /effective configuration/.test(msg.message),
   });
   const statuses = r.uiEvents.filter((e) => e.method === "setStatus").map((e) => e.statusText);
@@ -21,6 +21,28 @@ test("the footer shows the mode and how bash runs; /sandbox shows each rule's so
   assert.match(report.message, /filesystem\.denyRead\s+~\/\.ssh, ~\/\.aws, ~\/\.gnupg/);
   assert.match(report.message, /↳ from built-in defaults/);
   assert.match(report.message, /Network for bash: filtered \(the default: the config lists domains\)\n\s+network\.allowedDomains and network\.deniedDomains are ENFORCED/);
+});
+
+test("/sandbox fits one screen: mode, engine, network, where bash writes, what is hidden, grants, the latest refusals; the full view is behind /sandbox full", async (t) => {
+  const w = makeWorld("rpcsummary");
+  t.after(w.cleanup);
+  const r = await runPiRpc({
+    world: w,
+    script: [],
+    message: "/sandbox",
+    until: (msg) => msg.type === "extension_ui_request" && msg.method === "notify" && /^pi-sandbox: /.test(msg.message),
+  });
+  const report = r.uiEvents.find((e) => e.method === "notify" && /^pi-sandbox: /.test(e.message))?.message;
+  assert.ok(report, JSON.stringify(r.uiEvents));
+  const lines = report.trimEnd().split("\n");
+  assert.ok(lines.length <= 14, `${lines.length} lines:\n${report}`);
+  assert.match(lines[0], /^pi-sandbox: read-write · bash in bubblewrap · network filtered \(\d+ domains allowed, the rest asked\)$/);
+  assert.match(report, /^Writable: the project, \/tmp \(the session's own\)$/m);
+  assert.match(report, /^Hidden from bash: \d+ denyRead entries, env files, environment variables: \d+$/m);
+  assert.match(report, /^Grants this session: none$/m);
+  assert.match(report, /^Refusals: none yet$/m);
+  assert.match(report, /^\/sandbox full: every rule/m);
+  assert.doesNotMatch(report, /↳ from/, "the full view's sources are not repeated here");
 });
 
 // The footer is refreshed wherever a config file is re-read: a file tool's check and bash's

@@ -3,6 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
 import path from "node:path";
 import { makeWorld, runPi } from "./helpers/pi-run.mjs";
 
@@ -69,4 +70,30 @@ test("the host's /tmp is out of the file tools' reach by any name: a project lin
   assert.equal(existsSync(`/tmp/${name}.mjs`), false, "the write reached the host's /tmp");
   assert.match(dotdot, /Successfully wrote/, dotdot);
   assert.match(bash, /SESSION/, bash);
+});
+
+test("failures the sandbox causes say so in one line: a write outside the writable folders, a connection to a server on the host's 127.0.0.1", async (t) => {
+  const w = makeWorld("session-notes");
+  t.after(w.cleanup);
+  const server = createServer((_req, res) => res.end("HOST-SERVICE"));
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  t.after(() => server.close());
+  const port = server.address().port;
+  const r = await runPi({
+    world: w,
+    script: [
+      [call("bash", { command: `echo x > ${w.root}/outside/notes.txt` })],
+      [call("bash", { command: `curl -sS --max-time 5 http://127.0.0.1:${port}/` })],
+      [call("bash", { command: `echo x > ${w.home}/notes.txt` })],
+    ],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const [write, connect, home] = r.results.map((x) => x.text);
+  assert.match(write, /Read-only file system/, write);
+  assert.match(write, /\[pi-sandbox\] .*outside\/notes\.txt is outside the folders bash may write.*"this session" opens .*outside to bash too.*filesystem\.allowWrite/, write);
+  assert.equal((write.match(/\[pi-sandbox\]/g) ?? []).length, 1, write);
+  // A folder grant as wide as the home is not suggested.
+  assert.match(home, /\[pi-sandbox\] .*home\/notes\.txt is outside the folders bash may write.*holds your home or the project: add a narrower folder/, home);
+  assert.doesNotMatch(connect, /HOST-SERVICE/, connect);
+  assert.match(connect, /\[pi-sandbox\] .*127\.0\.0\.1 is the command's own loopback, not the host's.*"localhost" to network\.allowedDomains/, connect);
 });

@@ -1,5 +1,5 @@
 // pi's interactive TUI in tmux: the user's own `!cmd` runs in the sandbox, the footer shows the
-// mode, and Alt+S cycles it (yolo really turns the sandbox off) — a key neither pi 0.73 nor
+// mode, and Alt+S cycles it (yolo, after a confirmation, really turns the sandbox off) — a key neither pi 0.73 nor
 // 0.87 binds, so no conflict is reported and pi's own action does not run instead.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -8,7 +8,7 @@ import path from "node:path";
 import { makeWorld, repo } from "./helpers/pi-run.mjs";
 import { stopSession, tmux, waitForScreen as waitFor } from "./helpers/tmux.mjs";
 
-test("TUI: !cmd is sandboxed, the footer shows the mode, Alt+S cycles to yolo", async (t) => {
+test("TUI: !cmd is sandboxed, the footer shows the mode, Alt+S cycles to yolo only once confirmed", async (t) => {
   const w = makeWorld("tui");
   const session = `pi-sandbox-tui-${process.pid}`;
   t.after(async () => {
@@ -44,7 +44,15 @@ test("TUI: !cmd is sandboxed, the footer shows the mode, Alt+S cycles to yolo", 
   assert.match(screen, /rc=1/);
   assert.equal(existsSync(outside), false);
 
+  // Alt+S never turns the sandbox off without a confirmation: declined, the mode stays.
   tmux("send-keys", "-t", session, "M-s");
+  await waitFor(session, /Turn the sandbox off\?/, "the confirmation");
+  tmux("send-keys", "-t", session, "Escape");
+  const kept = await waitFor(session, /Sandbox mode stays read-write/, "the mode kept");
+  assert.match(kept, /sandbox: read-write/);
+  tmux("send-keys", "-t", session, "M-s");
+  await waitFor(session, /Turn the sandbox off\?/, "the confirmation again");
+  tmux("send-keys", "-t", session, "Enter");
   await waitFor(session, /sandbox: yolo \(off\)/, "yolo in the footer");
   tmux("send-keys", "-t", session, `!echo x > ${outside}; echo yolo-rc=$?`, "Enter");
   await waitFor(session, /yolo-rc=0/, "the unsandboxed command");

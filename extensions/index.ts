@@ -361,9 +361,9 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 
 	/** Why the paths the command's errors name are read-only or missing; "" if none is the sandbox's doing. */
 	function explainNote(output: string): string {
-		if (disabledByFlag() || !current || !/Read-only file system|Device or resource busy|No such file or directory|Permission denied/.test(output)) return "";
+		if (disabledByFlag() || !current || !/Read-only file system|Device or resource busy|No such file or directory|Permission denied|refused|connect/i.test(output)) return "";
 		return current
-			.explainWriteFailures(output)
+			.explainWriteFailures(output, network())
 			.map((n) => `\n[pi-sandbox] ${show.text(n)}`)
 			.join("");
 	}
@@ -573,10 +573,11 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 	});
 
 	pi.registerCommand("sandbox", {
-		description: "Show the effective sandbox configuration and where each rule comes from; `/sandbox log` the recent refusals and network decisions; `/sandbox trust` asks again about this project's sandbox.json",
+		description: "What the sandbox does now, on one screen; `/sandbox full` every rule and where it comes from; `/sandbox log` the recent refusals and network decisions; `/sandbox trust` asks again about this project's sandbox.json",
 		handler: async (args, ctx) => {
 			const s = await session(ctx);
 			if (args.trim() === "log" && s) notify(ctx, violationReport(s), "info");
+			else if (args.trim() === "full") notify(ctx, sandboxReport(disabledByFlag(), addonError, s, network(), true), "info");
 			else if (args.trim() === "trust" && s) {
 				await askProjectTrust(ctx, s, true);
 				if (!s.projectTrust?.widenings.length) notify(ctx, "This project's sandbox.json loosens nothing: nothing to trust.", "info");
@@ -613,6 +614,17 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 		handler: async (ctx) => {
 			const s = await session(ctx);
 			if (!s) return;
+			// The next step turns every protection off: a key pressed once too often must not.
+			if (s.mode === "read-write") {
+				const off = await ctx.ui.confirm(
+					"Turn the sandbox off?",
+					"yolo: bash runs without a sandbox and the file tools are not guarded, for this session. Alt+S again goes back to read-only.",
+				);
+				if (!off) {
+					notify(ctx, "Sandbox mode stays read-write", "info");
+					return;
+				}
+			}
 			const mode = s.cycleMode("Alt+S");
 			notify(ctx, `Sandbox mode: ${mode}`, mode === "yolo" ? "warning" : "info");
 			status(ctx, s);

@@ -78,13 +78,15 @@ export function showStatus(ctx: ExtensionContext, s: Sandbox | undefined, bash: 
 	ctx.ui.setStatus("sandbox", show.text(text));
 }
 
-export function sandboxReport(disabledByFlag: boolean, addonError: string | undefined, s: Sandbox | undefined, network?: NetworkMode): string {
+/** `/sandbox` (one screen) or `/sandbox full` (every rule and the file it comes from). */
+export function sandboxReport(disabledByFlag: boolean, addonError: string | undefined, s: Sandbox | undefined, network?: NetworkMode, full = false): string {
 	if (disabledByFlag) return "pi-sandbox-rs is off for this session (--no-sandbox).";
 	if (!s) return addonLoadFailure(addonError);
+	const report = (n?: NetworkMode) => (full ? s.describe(n) : s.summary(n));
 	try {
-		return s.describe(network);
+		return report(network);
 	} catch (e) {
-		return `${(e as Error).message}\n\n${s.describe()}`;
+		return `${(e as Error).message}\n\n${report()}`;
 	}
 }
 

@@ -4,6 +4,7 @@
 import * as addon from "../../index.js";
 import { HostProxy, PreparedCommand, RedactStream, Sandbox, parseMode } from "../../index.js";
 import type {
+	FileOnlyScope,
 	CommandVerdict,
 	Decision,
 	Mode,
@@ -57,7 +58,7 @@ const answered = (t: ToolDecision | null) => {
 	const prompt = t?.prompt;
 	if (prompt?.kind !== "write") return;
 	const id = prompt.choices[1].id;
-	if (id !== "abort") s.grantWrite(t!.decision.path, id satisfies WriteScope);
+	if (id !== "abort") s.grantWrite(t!.decision.path, id satisfies WriteScope | FileOnlyScope);
 };
 answered(s.checkTool("write", { path, content: "" }));
 s.onNetworkPrompt((q) => {

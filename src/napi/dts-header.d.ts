@@ -44,6 +44,9 @@ export type CommandVerdict = 'sandboxed' | 'unsandboxed' | 'ask' | 'denied'
 /** Where `grantWrite` and `grantDomain` put a grant: memory, the project file or the global file. */
 export type WriteScope = 'session' | 'project' | 'global'
 
+/** A write grant of one file alone: for this tool call, or for the session (file tools only). */
+export type FileOnlyScope = 'once' | 'file-session'
+
 /** How long `grantEnvFile` allows the file: this tool call, this session, or for good. */
 export type EnvFileScope = 'once' | 'session' | 'always'
 
@@ -57,7 +60,7 @@ export type CommandKey = 'exact' | `prefix:${number}`
 export type NetworkAnswer = 'abort' | 'session' | 'project' | 'global' | 'noUi'
 
 /** Every choice id a prompt can offer; each prompt kind offers some of them (see `PromptOf`). */
-export type ChoiceId = 'abort' | 'once' | 'session' | 'project' | 'global' | 'always' | 'trust' | CommandKey
+export type ChoiceId = 'abort' | 'once' | 'file-session' | 'session' | 'project' | 'global' | 'always' | 'trust' | CommandKey
 
 /** Which question a `Prompt` asks. */
 export type PromptKind = 'write' | 'envRead' | 'envWrite' | 'command' | 'commandKey' | 'network' | 'trust'
@@ -69,7 +72,7 @@ export interface PromptOf<K extends PromptKind, Id extends ChoiceId> extends Pro
 }
 
 /** A write outside the writable directories (`abort` only when the directory is too wide to grant): the answer goes to `grantWrite`. */
-export type WritePrompt = PromptOf<'write', 'abort' | WriteScope>
+export type WritePrompt = PromptOf<'write', 'abort' | WriteScope | FileOnlyScope>
 
 /** Reading or changing an env file: the answer goes to `grantEnvFile`. */
 export type EnvFilePrompt = PromptOf<'envRead' | 'envWrite', 'abort' | EnvFileScope>

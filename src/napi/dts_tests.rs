@@ -205,7 +205,10 @@ fn prompt_types_offer_the_choices_the_prompts_do() {
         let (_, ids) = types.iter().find(|(k, _)| k.contains(kind)).unwrap();
         ids - &set(["abort"])
     };
-    assert_eq!(union("WriteScope"), choices("write"));
+    assert_eq!(
+        &union("WriteScope") | &union("FileOnlyScope"),
+        choices("write")
+    );
     assert_eq!(union("EnvFileScope"), choices("envRead"));
     assert_eq!(union("CommandScope"), &choices("command") - &set(["once"]));
     assert_eq!(union("CommandKey"), choices("commandKey"));

@@ -560,11 +560,23 @@ impl Sandbox {
         self.questions.answer(id, answer, &self.commands)
     }
 
-    /// For a sandboxed command's output: one sentence for each path an error line reports as
-    /// read-only or busy that the sandbox keeps so, with the rule and how to change it.
-    #[napi(catch_unwind)]
-    pub fn explain_write_failures(&self, output: String) -> Vec<String> {
-        let notes = self.commands.session().explain_write_failures(&output);
+    /// For a sandboxed command's output: one sentence for each failure the sandbox caused
+    /// that an error line shows: a path kept read-only or hidden (with the rule), a write
+    /// outside the writable folders, a connection to the host's loopback; each with how to
+    /// change it. `network`: the mode the command ran with (`--sandbox-network`; default the
+    /// session's).
+    #[napi(
+        catch_unwind,
+        ts_args_type = "output: string, network?: NetworkMode | undefined | null"
+    )]
+    pub fn explain_write_failures(&self, output: String, network: Option<String>) -> Vec<String> {
+        let session = self.commands.session();
+        let network = parse_network(network)
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| session.default_network());
+        let mut notes = session.explain_write_failures(&output);
+        notes.extend(session.explain_reach_failures(&output, network));
         notes.iter().map(|n| shown::text(n)).collect()
     }
 
@@ -578,15 +590,29 @@ impl Sandbox {
     }
 
     /// The user allowed writes in `path`'s directory from the write prompt: `scope` is
-    /// session (memory only), project or global (written into that config file). Takes
-    /// effect at once. Returns a sentence saying where the grant went.
+    /// session (memory only), project or global (written into that config file); or `path`
+    /// alone: once (this tool call) or file-session. Takes effect at once. Returns a
+    /// sentence saying where the grant went.
     /// @throws {SandboxError} `E_BAD_SCOPE`, `E_BAD_PATH`, `E_GRANT` (not grantable, or not stored).
-    #[napi(catch_unwind, ts_args_type = "path: string, scope: WriteScope")]
+    #[napi(
+        catch_unwind,
+        ts_args_type = "path: string, scope: WriteScope | FileOnlyScope"
+    )]
     pub fn grant_write(&mut self, path: String, scope: String) -> napi::Result<String, String> {
-        let scope = write_scope(&scope)?;
+        let file_only = match scope.as_str() {
+            "once" => Some(true),
+            "file-session" => Some(false),
+            _ => None,
+        };
         let mut session = self.commands.session();
         let p = session_path(&session, &path)?;
-        session.grant_write(&p, scope).map_err(Into::into)
+        match file_only {
+            Some(once) => session.grant_file_write(&p, once).map_err(Into::into),
+            None => {
+                let scope = write_scope(&scope)?;
+                session.grant_write(&p, scope).map_err(Into::into)
+            }
+        }
     }
 
     /// The user allowed `host` from the network prompt: session (approvals store), project
@@ -739,6 +765,18 @@ impl Sandbox {
     pub fn model_brief(&self, network: Option<String>) -> napi::Result<Option<String>, String> {
         let asked = parse_network(network)?;
         Ok(self.commands.session().model_brief(asked))
+    }
+
+    /// `/sandbox`: one screen of what holds now (mode, bash's engine and network, where it
+    /// may write, what is hidden, grants, the latest refusals). `describe` has every rule.
+    /// @throws {SandboxError} `E_BAD_NETWORK`.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "network?: NetworkMode | undefined | null"
+    )]
+    pub fn summary(&self, network: Option<String>) -> napi::Result<String, String> {
+        let asked = parse_network(network)?;
+        Ok(self.commands.session().summary(asked))
     }
 
     /// The effective configuration as text, each value with the file it came from.

@@ -43,7 +43,7 @@ fn blocked_reason(findings: &[Finding]) -> String {
 
 /// The paths an error line names: quoted ones, and the word before `: <error>` (the form of
 /// bash, git, coreutils and Python messages).
-fn paths_in_error_line(line: &str) -> Vec<String> {
+pub(crate) fn paths_in_error_line(line: &str) -> Vec<String> {
     let mut out = Vec::new();
     for q in ['\'', '"', '`'] {
         let parts: Vec<&str> = line.split(q).collect();

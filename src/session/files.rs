@@ -242,8 +242,16 @@ impl Session {
         Ok(open::access(&d.path, write)?)
     }
 
-    /// pi's write creates the file's directory first: judged as a write of the directory.
+    /// pi's write creates the file's directory first: judged as a write of the directory,
+    /// unless it is there already (nothing is made; the file's own write is judged next, so
+    /// a file allowed alone can be written in a folder that is not writable).
     pub(crate) fn mkdir(&self, dir: &Path) -> Result<(), FileOpError> {
+        if let Some(g) = self.guard() {
+            let d = g.check(Op::Read, &g.session_path(dir));
+            if std::fs::symlink_metadata(&d.path).is_ok_and(|m| m.is_dir()) {
+                return Ok(());
+            }
+        }
         let d = self.judged(Op::Write, dir)?;
         Ok(open::mkdir_all(&d.path)?)
     }

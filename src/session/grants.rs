@@ -161,7 +161,7 @@ impl Session {
 
     /// A directory too wide to grant from a prompt: the root, the home directory, or one that
     /// holds the home or the session's directory.
-    fn too_broad(&self, dir: &Path) -> bool {
+    pub(crate) fn too_broad(&self, dir: &Path) -> bool {
         let (home, cwd) = match self.guard() {
             Some(g) => (g.env().home.clone(), g.env().cwd.clone()),
             None => (self.options.env.home.clone(), self.options.env.cwd.clone()),
@@ -186,6 +186,33 @@ impl Session {
             });
         }
         Ok(decision)
+    }
+
+    /// The user allowed writing `path` alone (the write prompt, where a folder grant would be
+    /// too wide): `once` for the tool call being run, else for this session in memory. The
+    /// file tools only: bash's mounts take folders.
+    pub(crate) fn grant_file_write(
+        &mut self,
+        path: &Path,
+        once: bool,
+    ) -> Result<String, GrantError> {
+        let decision = self.askable(Op::Write, path)?;
+        if decision.rule == crate::policy::guard::ENV_FILE_RULE {
+            return Err(GrantError::EnvFileAsWrite);
+        }
+        if once {
+            self.once.borrow_mut().push((Op::Write, decision.path));
+            return Ok("Allowed for this write only.".into());
+        }
+        let shown = shown::path(&decision.path);
+        self.session_writes.push((
+            decision.path.display().to_string(),
+            Source::Runtime("allowed by the user for this session (this file only)".into()),
+        ));
+        self.reload();
+        Ok(format!(
+            "Writes to {shown} are allowed for this session (this file only, with the file tools)."
+        ))
     }
 
     /// The user allowed writes in `path`'s directory (the write prompt): for this session in

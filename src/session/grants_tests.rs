@@ -151,3 +151,25 @@ fn a_project_file_that_widens_applies_once_trusted_as_shown() {
     assert_eq!(s.project_layer().unwrap().trust, Trust::Declined);
     assert!(!s.check(Op::Write, &file).allowed());
 }
+
+#[test]
+fn a_file_allowed_alone_is_writable_and_its_siblings_still_ask() {
+    let (_t, dir) = temp();
+    let file = outside(&dir);
+    let sibling = file.with_file_name("other.txt");
+    let mut s = session_in(&dir, None, Some("pi-1"));
+    // Once: for the tool call being run only.
+    s.grant_file_write(&file, true).unwrap();
+    assert!(s.write_file(&file, b"once").is_ok());
+    s.check_tool("write", &serde_json::json!({"path": file, "content": ""}));
+    assert!(matches!(
+        s.write_file(&file, b"again"),
+        Err(FileOpError::Blocked(_))
+    ));
+    // For the session: this file, not its folder.
+    let said = s.grant_file_write(&file, false).unwrap();
+    assert!(said.contains("this file only"), "{said}");
+    assert!(s.check(Op::Write, &file).allowed());
+    assert!(asks(&s, Op::Write, &sibling));
+    assert!(s.write_file(&file, b"session").is_ok());
+}

@@ -9,6 +9,7 @@ pub(crate) mod command_keys;
 pub(crate) mod commands;
 pub(crate) mod config_edit;
 mod describe;
+mod failure_notes;
 pub(crate) mod files;
 pub(crate) mod grants;
 pub(crate) mod load_error;
@@ -16,6 +17,7 @@ pub(crate) mod network_questions;
 pub(crate) mod prompts;
 pub(crate) mod report;
 pub(crate) mod repos;
+mod summary;
 mod tmp_dir;
 pub(crate) mod tools;
 

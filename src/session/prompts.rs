@@ -88,12 +88,17 @@ pub(crate) fn write_outside(decision: &Decision, files: &GrantFiles, broad: bool
         "Blocked write to {path}: the user was asked and declined to allow writes in {dir}. Do not try to write there another way; continue within the writable directories or ask the user."
     );
     if broad {
+        // A folder grant would open the home or the project's parents: the file alone.
         return Prompt {
             kind: "write",
             title: format!(
-                "Sandbox: the agent wants to write {path}, outside every writable directory ({rule} from {source}).\n\nAllowing it would make {dir} writable, which holds your home or this project's parents: too wide to grant from here. If it is really wanted, add a narrower directory to filesystem.allowWrite yourself.",
+                "Sandbox: allow writing {path}?\n\nIt is outside every writable directory ({rule} from {source}), and its folder holds your home or this project's parents, too wide to open: only this file can be allowed.",
             ),
-            choices: vec![choice("abort", "Abort (keep it blocked)")],
+            choices: vec![
+                choice("abort", "Abort (keep it blocked)"),
+                choice("once", "Allow this write only"),
+                choice("file-session", "Allow writing this file for this session"),
+            ],
             declined,
             no_ui: decision.reason.clone(),
         };
@@ -359,10 +364,10 @@ mod tests {
         assert!(w
             .title
             .contains("\\u{2028}*.pem\\x0d from /p/.pi/\\u{e0041}sandbox.json"));
-        // A grant as wide as the home or the root is not offered.
+        // A folder grant as wide as the home or the root is not offered: the file alone is.
         let b = for_decision(&decision(Op::Write, "/x.txt"), &f, true);
         let ids: Vec<&str> = b.choices.iter().map(|c| c.id.as_str()).collect();
-        assert_eq!(ids, ["abort"]);
+        assert_eq!(ids, ["abort", "once", "file-session"]);
         assert!(b.title.contains("too wide"));
         // Overwriting an env file is asked as such, not as a read.
         let mut d = decision(Op::Write, "/p/.env");

@@ -1,0 +1,109 @@
+//! `/sandbox`: one screen (about a dozen lines at 80 columns) of what holds now: the mode,
+//! bash's engine and network, where it may write, what is hidden (counted), the grants, the last
+//! few refusals. Every rule and where it comes from is `/sandbox full` (`describe`).
+
+use std::fmt::Write as _;
+
+use super::Session;
+use crate::platform::detect;
+use crate::policy::bash::{Capability, Network};
+use crate::shown;
+
+/// How many of the latest refusals the summary shows.
+const RECENT: usize = 3;
+
+impl Session {
+    /// The one-screen summary; `asked`: the network mode asked for (`--sandbox-network`).
+    pub(crate) fn summary(&self, asked: Option<Network>) -> String {
+        let Ok(l) = &self.state else {
+            return self.describe(asked);
+        };
+        let g = &l.guard;
+        let mut out = String::new();
+        let mode = if !g.active() {
+            "OFF (yolo or enabled: false): nothing is guarded".to_string()
+        } else {
+            g.mode().value.as_str().to_string()
+        };
+        let engine = match detect::detect() {
+            Capability::Bwrap { .. } => "bubblewrap",
+            Capability::SandboxExec { .. } => "sandbox-exec",
+            Capability::Unavailable { .. } => "none (bash is blocked)",
+        };
+        let network = asked.unwrap_or_else(|| self.default_network());
+        let _ = writeln!(
+            out,
+            "pi-sandbox: {mode} · bash in {engine} · network {}{}",
+            network.name(),
+            match network {
+                Network::Filtered => format!(
+                    " ({} domains allowed, the rest asked)",
+                    l.config.allowed_domains.value.len()
+                ),
+                _ => String::new(),
+            }
+        );
+        let env = &self.options.env;
+        let mut writable: Vec<String> = g
+            .allow_write_paths()
+            .filter(|p| Some(*p) != env.tmp.as_deref())
+            .map(|p| {
+                if p == env.cwd {
+                    "the project".into()
+                } else {
+                    shown::path(p)
+                }
+            })
+            .collect();
+        writable.push(match env.tmp {
+            Some(_) => "/tmp (the session's own)".into(),
+            None => "/tmp (private to each command)".into(),
+        });
+        let _ = writeln!(out, "Writable: {}", writable.join(", "));
+        let _ = writeln!(
+            out,
+            "Hidden from bash: {} denyRead entries, env files, environment variables: {}",
+            l.config.deny_read.value.len(),
+            self.dropped_env().len()
+        );
+        let grants = self.granted.entries.len() + self.session_writes.len();
+        let hosts = self.gate.rules().granted.len();
+        let _ = writeln!(
+            out,
+            "Grants this session: {}",
+            match (grants, hosts) {
+                (0, 0) => "none".to_string(),
+                (g, 0) => format!("{g} (files, commands)"),
+                (g, h) => format!("{g} (files, commands), hosts: {h}"),
+            }
+        );
+        self.recent_refusals(&mut out);
+        let _ = writeln!(
+            out,
+            "/sandbox full: every rule and its file · /sandbox log: the last 30 decisions"
+        );
+        out
+    }
+
+    fn recent_refusals(&self, out: &mut String) {
+        let recent: Vec<_> = self
+            .recent_violations(20)
+            .into_iter()
+            .filter(|v| v.decision.as_deref() != Some("allowed"))
+            .collect();
+        if recent.is_empty() {
+            let _ = writeln!(out, "Refusals: none yet");
+            return;
+        }
+        let _ = writeln!(out, "Latest refusals:");
+        for v in recent.iter().rev().take(RECENT).rev() {
+            let time = v.time.get(11..19).unwrap_or(&v.time);
+            let line = format!("{time} {} {} {}", v.layer, v.operation, v.target);
+            let _ = writeln!(
+                out,
+                "  {}",
+                shown::text(&line).chars().take(76).collect::<String>()
+            );
+        }
+    }
+}
