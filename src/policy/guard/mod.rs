@@ -566,15 +566,16 @@ impl Guard {
         self.enabled.value && self.mode.value != Mode::Yolo
     }
 
-    fn where_to_edit(&self, source: &str) -> String {
+    /// How to drop an entry of `key` that came from `source`: from the file that holds it,
+    /// or, for a built-in default (which no file holds), by setting the list without it.
+    fn how_to_drop(&self, what: &str, key: &str, source: &str) -> String {
         if source == Source::Defaults.to_string() {
             format!(
-                "{} or {} (a layer's list replaces the defaults)",
-                self.env.global_config().display(),
-                self.env.project_config().display()
+                "it is a built-in default: set {key} in {} to the list without it (a list you set replaces the defaults; /sandbox full shows them)",
+                self.env.global_config().display()
             )
         } else {
-            source.to_string()
+            format!("remove that {what} from {key} in {source}")
         }
     }
 

@@ -42,10 +42,10 @@ impl Guard {
                 rule.label.clone(),
                 rule.source.clone(),
                 format!(
-                    "Blocked read of {shown}: it is covered by {} from {}. To allow it, remove that entry from filesystem.denyRead in {}.",
+                    "Blocked read of {shown}: it is covered by {} from {}. To allow it, {}.",
                     rule.label,
                     rule.source,
-                    self.where_to_edit(&rule.source)
+                    self.how_to_drop("entry", "filesystem.denyRead", &rule.source)
                 ),
             );
         }
@@ -106,7 +106,7 @@ impl Guard {
                 rule,
                 source,
                 format!(
-                    "Blocked read of {shown}: env files usually hold secrets, reading one needs the user's approval, and there is no UI to ask in. Set PI_SANDBOX_APPROVAL_MODE=always to allow such reads."
+                    "Blocked read of {shown}: env files usually hold secrets, reading one needs the user's approval, and there is no UI to ask in. The user can allow it from pi's interactive mode (reading it there asks; its \"always\" answer holds for later runs), or copy what is needed into a file that is not an env file."
                 ),
             ),
             ApprovalMode::Deny => make(

@@ -74,7 +74,27 @@ fn reads_under_deny_read_entries_are_blocked_and_named() {
     // a default entry says why it is there
     assert_eq!(d.rule, "denyRead entry '~/.ssh' (SSH private keys)");
     assert_eq!(d.source, "built-in defaults");
-    assert!(d.reason.contains("filesystem.denyRead"), "{}", d.reason);
+    // a built-in default is in no file: the advice is to set the list without it
+    let global = w.p("home/.pi/agent/extensions/sandbox.json");
+    assert!(
+        d.reason.contains(&format!(
+            "it is a built-in default: set filesystem.denyRead in {} to the list without it",
+            global.display()
+        )),
+        "{}",
+        d.reason
+    );
+    assert!(!d.reason.contains(".pi/sandbox.json"), "{}", d.reason);
+    // an entry from a file: remove it there
+    let g2 = w.guard(r#"{"filesystem":{"denyRead":["secrets"]}}"#);
+    let d2 = g2.check(Op::Read, &w.p("proj/secrets/k"));
+    assert!(
+        d2.reason
+            .contains("remove that entry from filesystem.denyRead in")
+            && d2.reason.contains(".pi/sandbox.json"),
+        "{}",
+        d2.reason
+    );
     // the directory itself, and a file that does not exist yet
     assert_eq!(verdict(&g, Op::Read, &w.p("home/.ssh")), Verdict::Deny);
     assert_eq!(verdict(&g, Op::Read, &w.p("home/.ssh/new")), Verdict::Deny);

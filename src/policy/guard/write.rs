@@ -143,10 +143,10 @@ impl Guard {
                 rule.label.clone(),
                 rule.source.clone(),
                 format!(
-                    "Blocked write to {shown}: it lies in {} from {}, which is hidden from the agent (and read-only inside the sandbox). To allow it, remove that entry from filesystem.denyRead in {}.",
+                    "Blocked write to {shown}: it lies in {} from {}, which is hidden from the agent (and read-only inside the sandbox). To allow it, {}.",
                     rule.label,
                     rule.source,
-                    self.where_to_edit(&rule.source)
+                    self.how_to_drop("entry", "filesystem.denyRead", &rule.source)
                 ),
             ));
         }
@@ -168,10 +168,10 @@ impl Guard {
                 rule.label.clone(),
                 rule.source.clone(),
                 format!(
-                    "Blocked write to {shown}: it matches {} from {} (denyWrite wins over allowWrite). To allow it, remove that pattern from filesystem.denyWrite in {}.",
+                    "Blocked write to {shown}: it matches {} from {} (denyWrite wins over allowWrite). To allow it, {}.",
                     rule.label,
                     rule.source,
-                    self.where_to_edit(&rule.source)
+                    self.how_to_drop("pattern", "filesystem.denyWrite", &rule.source)
                 ),
             ));
         }
@@ -218,7 +218,7 @@ impl Guard {
                 ENV_FILE_RULE.into(),
                 source,
                 format!(
-                    "Blocked write to {shown}: it is an env file, which usually holds secrets; changing it needs the user's approval, and there is no UI to ask in. Set PI_SANDBOX_APPROVAL_MODE=always to allow it."
+                    "Blocked write to {shown}: it is an env file, which usually holds secrets; changing it needs the user's approval, and there is no UI to ask in. The user can allow it from pi's interactive mode (changing it there asks), or make the change themselves."
                 ),
             ),
         })
