@@ -1,7 +1,7 @@
 // Tests of the addon's exported API and of the CLI, on real files in a throwaway tree.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { spawn, spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -232,6 +232,13 @@ test("CLI run: the command's words are its own from the program on; 127 and 126 
   assert.equal(r.stdout, "a --cwd /tmp b\n");
   r = cli(["run", "--network", "off", "ls", "-la", "."], { cwd: w.cwd, env });
   assert.equal(r.status, 0, r.stderr);
+  // The run's own /tmp is gone when the CLI ends.
+  const tmp = path.join(w.cwd, "..", "clitmp");
+  mkdirSync(tmp);
+  r = cli(["run", "sh", "-c", "echo left > /tmp/f && cat /tmp/f"], { cwd: w.cwd, env: { ...env, TMPDIR: tmp } });
+  assert.equal(r.stdout, "left\n", r.stderr);
+  const [own] = readdirSync(tmp);
+  assert.deepEqual(readdirSync(path.join(tmp, own)), [], "the CLI run's /tmp was left behind");
   r = cli(["run", "no-such-program-here"], { cwd: w.cwd, env });
   assert.equal(r.status, 127, r.stderr);
   assert.match(r.stderr, /no-such-program-here: command not found/);

@@ -127,6 +127,8 @@ function main() {
   // A relative one from the session directory, where pi would have been started.
   const sessionDir = opts.sessionDir ? path.resolve(opts.cwd, opts.sessionDir) : undefined;
   const sandbox = Sandbox.load({ cwd: opts.cwd, sessionDir });
+  // The session's /tmp and background work end with this process, as a pi session's do.
+  process.on("exit", () => sandbox.dispose());
   switch (command) {
     case "check":
     case "explain": {
