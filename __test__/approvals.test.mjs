@@ -28,7 +28,7 @@ test("a blocked write asks; Abort keeps it blocked and tells the model the user 
   assert.equal(r.code, 0, r.stderr);
   assert.equal(r.dialogs.length, 1);
   const d = r.dialogs[0];
-  assert.match(d.title, /allow writing .*outside\/a\.txt/);
+  assert.match(d.title, /allow writes in .*outside\?\n\nThe agent wants to write a\.txt there/);
   assert.match(d.title, /outside allowWrite/, "names the rule");
   assert.deepEqual(
     d.options.map((o) => o.split(" ")[0]),
@@ -115,7 +115,7 @@ test("a blocked edit asks the same; granted for this session, the edit is made",
   });
   assert.equal(r.code, 0, r.stderr);
   assert.equal(r.dialogs.length, 1, "asked once");
-  assert.match(r.dialogs[0].title, /allow writing .*outside\/e\.txt/);
+  assert.match(r.dialogs[0].title, /allow writes in .*outside\?\n\nThe agent wants to write e\.txt there/);
   assert.deepEqual(
     r.dialogs[0].options.map((o) => o.split(" ")[0]),
     ["Abort", "Allow", "Allow", "Allow"],

@@ -97,7 +97,7 @@ test("an untrusted project file: 'this project' says the grant lasts this sessio
   });
   assert.equal(r.code, 0, r.stderr);
   noRawCharacters(r.uiEvents);
-  const write = r.dialogs.find((d) => /allow writing/.test(d.title));
+  const write = r.dialogs.find((d) => /allow writes in/.test(d.title));
   assert.ok(write, JSON.stringify(r.dialogs));
   assert.ok(write.title.includes("a\\x1b[2K\\x0aAllowing adds nothing.txt"), write.title);
   const label = write.options[2];

@@ -306,5 +306,5 @@ test("an allowed wildcard name cannot be pointed at this machine; literal privat
   const r = await runAsync(s, "curl -sS -m 5 http://x.localhost:9/; echo; curl -sS -m 5 http://10.1.2.3:9/", "filtered");
   assert.match(r.stdout, /resolves to (127\.0\.0\.1|::1), not a public address|cannot resolve x\.localhost/, r.out);
   assert.equal(titles.length, 1, "asked about 10.1.2.3 only");
-  assert.match(titles[0], /10\.1\.2\.3 is THIS machine or its local network/);
+  assert.match(titles[0], /connect to 10\.1\.2\.3 \(port 9\)\?\n\nIt is THIS machine or its local network/);
 });

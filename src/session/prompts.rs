@@ -49,23 +49,24 @@ pub(crate) struct GrantFiles {
 }
 
 /// The four answers a blocked write and an unknown host share: keep it blocked (the first,
-/// selected by default), allow `what` for this session (in memory), for this project (in its
-/// config file), for all projects (in the global file). `what` is shown as given.
-fn scope_choices(what: &str, files: &GrantFiles) -> Vec<Choice> {
+/// selected by default), allow it for this session (in memory), for this project (in its
+/// config file), for all projects (in the global file). Short: the title names what is
+/// allowed, once.
+fn scope_choices(files: &GrantFiles) -> Vec<Choice> {
     let project = shown::path(&files.project);
     let this_project = if files.project_applies {
-        format!("Allow {what} for this project (saved in {project})")
+        format!("Allow for this project (saved in {project})")
     } else {
-        format!("Allow {what} for this session only: this project's {project} is not trusted (the entry is added to it and holds once you trust the file: /sandbox trust)")
+        format!("Allow for this session only: this project's {project} is not trusted (the entry is added to it and holds once you trust the file: /sandbox trust)")
     };
     vec![
         choice("abort", "Abort (keep it blocked)"),
-        choice("session", format!("Allow {what} for this session")),
+        choice("session", "Allow for this session"),
         choice("project", this_project),
         choice(
             "global",
             format!(
-                "Allow {what} for all projects (saved in {})",
+                "Allow for all projects (saved in {})",
                 shown::path(&files.global)
             ),
         ),
@@ -106,9 +107,10 @@ pub(crate) fn write_outside(decision: &Decision, files: &GrantFiles, broad: bool
     Prompt {
         kind: "write",
         title: format!(
-            "Sandbox: allow writing {path}?\n\nIt is outside every directory the sandbox lets the agent write ({rule} from {source}). Allowing adds {dir} to filesystem.allowWrite; denyWrite, denyRead and pi's own files stay blocked inside it.",
+            "Sandbox: allow writes in {dir}?\n\nThe agent wants to write {name} there, outside every directory it may write ({rule} from {source}). Allowing adds the directory to filesystem.allowWrite; denyWrite, denyRead and pi's own files stay blocked inside it.",
+            name = shown::name(&decision.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()),
         ),
-        choices: scope_choices(&format!("writes in {dir}"), files),
+        choices: scope_choices(files),
         declined,
         no_ui: decision.reason.clone(),
     }
@@ -211,16 +213,16 @@ pub(crate) fn command_key(command: &str, prefixes: &[Vec<String>]) -> Prompt {
 pub(crate) fn network_host(host: &str, port: u16, local: bool, files: &GrantFiles) -> Prompt {
     let host = shown::name(host);
     let what = if local {
-        format!("{host} is THIS machine or its local network, not the internet: whatever listens there (a database, a dev server, an admin interface, a cloud metadata service) would take the command's requests, on any port.")
+        "It is THIS machine or its local network, not the internet: whatever listens there (a database, a dev server, an admin interface, a cloud metadata service) would take the command's requests, on any port.".to_string()
     } else {
-        format!("{host} is in neither network.allowedDomains nor network.deniedDomains. Allowing lets sandboxed commands reach it on any port; what they send there leaves this machine.")
+        "It is in neither network.allowedDomains nor network.deniedDomains. Allowing lets sandboxed commands reach it on any port; what they send there leaves this machine.".to_string()
     };
     Prompt {
         kind: "network",
         title: format!(
             "Sandbox: allow the running command to connect to {host} (port {port})?\n\n{what}"
         ),
-        choices: scope_choices(&host, files),
+        choices: scope_choices(files),
         declined: format!(
             "Blocked: a connection to {host}:{port}; the user was asked and declined. Do not try to reach it another way; continue without it or ask the user."
         ),
@@ -310,7 +312,12 @@ mod tests {
         assert_eq!(w.choices[0].id, "abort", "the default keeps it blocked");
         let ids: Vec<&str> = w.choices.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(ids, ["abort", "session", "project", "global"]);
-        assert!(w.title.contains("/srv/data/x.txt") && w.title.contains("/srv/data"));
+        // The directory once, the file by its name; the options do not repeat them.
+        assert!(
+            w.title.contains("allow writes in /srv/data?") && w.title.contains("write x.txt there")
+        );
+        assert_eq!(w.title.matches("/srv/data").count(), 1, "{}", w.title);
+        assert!(w.choices.iter().all(|c| !c.label.contains("/srv")));
         assert!(w.title.contains("outside allowWrite"), "names the rule");
         assert!(w.choices[2].label.contains("/p/.pi/sandbox.json"));
         assert!(w.declined.contains("declined") && !w.declined.contains("no UI"));
