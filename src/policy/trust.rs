@@ -328,6 +328,19 @@ fn opening_lists(out: &mut Config, wanted: &Config, project: &Source, notes: &mu
 
 /// Switches that weaken.
 fn switches(out: &mut Config, wanted: &Config, project: &Source, notes: &mut Notes) {
+    // This switch weakens when it is turned off: a project that says templates are not
+    // secret, where a lower layer said they are, shows the agent what they hold.
+    if wanted.env_templates_secret.source == *project {
+        if !wanted.env_templates_secret.value && out.env_templates_secret.value {
+            notes.fixed(
+                "filesystem.envTemplatesSecret",
+                Weight::Other,
+                "let the agent read env templates (.env.example, ...) without asking".into(),
+            );
+        } else {
+            out.env_templates_secret = wanted.env_templates_secret.clone();
+        }
+    }
     let mut switch = |slot: &mut Sourced<bool>,
                       wanted: &Sourced<bool>,
                       key: &'static str,

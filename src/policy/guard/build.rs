@@ -96,6 +96,7 @@ impl Guard {
             deny_write_globs: deny_write_globs.into(),
             git_paths: Default::default(),
             env_read_grants: Arc::from(Vec::new()),
+            env_templates_secret: config.env_templates_secret.value,
             enabled: config.enabled.clone(),
             mode: config.mode.clone(),
             approval,
