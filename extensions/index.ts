@@ -357,7 +357,7 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 
 	/** Why the paths the command's errors name are read-only or missing; "" if none is the sandbox's doing. */
 	function explainNote(output: string): string {
-		if (disabledByFlag() || !current || !/Read-only file system|Device or resource busy|No such file or directory|Permission denied/.test(output)) return "";
+		if (disabledByFlag() || !current || !/Read-only file system|Device or resource busy|No such file or directory|Permission denied|\.env/.test(output)) return "";
 		return current
 			.explainWriteFailures(output)
 			.map((n) => `\n[pi-sandbox] ${show.text(n)}`)

@@ -207,6 +207,11 @@ impl Session {
         auditor.baseline(&scan);
         self.remember(&scan);
         self.env_aliases.borrow_mut().elsewhere = env_aliases(scan.hidden_env_files.iter());
+        *self.hidden_env.borrow_mut() = (scan.protected.iter())
+            .filter(|f| matches!(f.why, crate::policy::guard::Protection::EnvFile { .. }))
+            .map(|f| f.path.clone())
+            .chain(scan.hidden_env_files.iter().cloned())
+            .collect();
         let tmp = std::env::temp_dir();
         let unset_env: Vec<String> = self.dropped_env().into_iter().map(|d| d.name).collect();
         let set_env = self.set_env(guard, network);
@@ -272,6 +277,8 @@ impl Session {
                     .filter_map(|p| crate::surface::scan::env_file_to_mask(guard, p))
                     .filter(|p| !known.contains(p)),
             );
+            // What git already holds hides nothing, and a mask would only break git.
+            self.committed_env.unhide(&mut scan, guard);
         }
         Ok(scan)
     }
@@ -348,7 +355,21 @@ impl Session {
         // A hooks directory the command made git look at (a submodule's `core.worktree`
         // changed, say): what it put there is judged as a hook.
         let now = self.with_hooks_of(guard, now);
-        let rest = auditor.after(&now);
+        // An env file git checked out (`worktree add`, `checkout`) whose content git held
+        // before: what denyWrite keeps the agent from writing is what the user committed.
+        let committed = self.committed_env.clone();
+        let checked_out = |f: &crate::surface::scan::Found| {
+            use crate::policy::guard::Protection::{DenyWrite, EnvFile};
+            let plain = match &f.why {
+                DenyWrite(_) | EnvFile { also: None } => true,
+                EnvFile { also: Some(also) } => matches!(**also, DenyWrite(_)),
+                _ => false,
+            };
+            plain
+                && crate::policy::guard::is_env_file(&f.path)
+                && committed.hides_nothing(&f.path, guard)
+        };
+        let rest = auditor.after_accepting(&now, &checked_out);
         let moved = rest.iter().any(|f| f.moved_to.is_some());
         findings.extend(rest);
         // What the audit moved aside is gone: scan again only if it moved anything.
@@ -438,8 +459,82 @@ impl Session {
                 break;
             }
         }
+        notes.extend(self.explain_hidden_env_files(guard, output));
         notes
     }
+
+    /// Notes for the env files the last command's error lines name that the sandbox hid from
+    /// it (a mask: git cannot hash, add or stash a character device): each names the file
+    /// and the one answer that shows it to commands.
+    fn explain_hidden_env_files(&self, guard: &Guard, output: &str) -> Vec<String> {
+        let hidden = self.hidden_env.borrow();
+        if hidden.is_empty() {
+            return vec![];
+        }
+        let cwd = &self.options.env.cwd;
+        let mut named: Vec<&PathBuf> = Vec::new();
+        for line in output.lines() {
+            for word in line.split(|c: char| c.is_whitespace() || "'\"`:,()".contains(c)) {
+                let Some(file) = hidden_env_file_named(&hidden, cwd, word) else {
+                    continue;
+                };
+                if !named.contains(&file) {
+                    named.push(file);
+                }
+            }
+            if named.len() >= 5 {
+                break;
+            }
+        }
+        named
+            .into_iter()
+            .map(|p| self.hidden_env_note(guard, p))
+            .collect()
+    }
+
+    fn hidden_env_note(&self, guard: &Guard, path: &std::path::Path) -> String {
+        let shown_path = shown::path(path);
+        let head = format!(
+            "{shown_path} is hidden from commands in the sandbox (an env file, which may hold secrets): git and other programs find an empty character device there, so they cannot read, hash, add or stash it."
+        );
+        let answer = match guard.approval_mode() {
+            crate::policy::guard::ApprovalMode::Deny => {
+                "PI_SANDBOX_APPROVAL_MODE=deny hides env files for good; unset it (or set ask) to be asked instead.".to_string()
+            }
+            _ => "To show it to commands for the rest of this session, read it with the read tool and answer \"Allow for this session\".".to_string(),
+        };
+        let why_template = match &self.state {
+            Ok(l) if crate::policy::guard::is_env_template(path) => format!(
+                " Env templates are hidden because filesystem.envTemplatesSecret is true in {}.",
+                l.config.env_templates_secret.source
+            ),
+            _ => String::new(),
+        };
+        format!("{head} {answer}{why_template}")
+    }
+}
+
+/// The hidden env file `word` (a word of an error line: a path relative to the session's
+/// directory, or to a directory below it, as git prints them) names, if any.
+fn hidden_env_file_named<'a>(
+    hidden: &'a [PathBuf],
+    cwd: &std::path::Path,
+    word: &str,
+) -> Option<&'a PathBuf> {
+    let path = std::path::Path::new(word);
+    if word.is_empty() || !crate::policy::guard::is_env_file(path) {
+        return None;
+    }
+    let exact = crate::paths::lexical_normalize(&cwd.join(path));
+    if let Some(p) = hidden.iter().find(|p| **p == exact) {
+        return Some(p);
+    }
+    // Relative to where the command had gone: its last names match.
+    let tail: PathBuf = path
+        .components()
+        .filter(|c| matches!(c, std::path::Component::Normal(_)))
+        .collect();
+    hidden.iter().find(|p| p.ends_with(&tail))
 }
 
 /// What of a launch outlives it until the command is over.
@@ -477,8 +572,8 @@ fn notes_of(ended: Ended, ticket: Option<(Arc<Commands>, Ticket)>) -> Vec<String
     // Said once per session, where bash hides env files; git is asked without the lock.
     let committed_env = ticket.as_ref().and_then(|(commands, _)| {
         let session = commands.session();
-        let hides = session.guard().is_some_and(|g| g.hides_env_files());
-        hides.then(|| session.committed_env())
+        let guard = session.guard().filter(|g| g.hides_env_files())?;
+        Some((session.committed_env(), guard.clone()))
     });
     let Ended { supervisor, net } = ended;
     let refused = supervisor.map(|s| s.finish()).unwrap_or_default();
@@ -500,7 +595,7 @@ fn notes_of(ended: Ended, ticket: Option<(Arc<Commands>, Ticket)>) -> Vec<String
         .collect();
     out.extend(blocked_hosts);
     out.extend(audit(ticket));
-    out.extend(committed_env.and_then(|c| c.first_note()));
+    out.extend(committed_env.and_then(|(c, guard)| c.first_note(&|p| guard.is_secret_env_file(p))));
     out
 }
 
