@@ -149,22 +149,29 @@ test("a tracked .env with a local secret added stays hidden: git's failures name
     script: [
       [
         call("bash", { command: "cat .env; git stash; echo END" }),
-        // The attacker's right guess, written into git's objects and the index.
+        // The attacker's right guess, written into git's objects (loose, then packed) and
+        // the index, for this session or the next to take as proof.
         call("bash", {
-          command: `id=$(printf '${guess}' | git hash-object -w --stdin) && git update-index --cacheinfo 100644,$id,.env && git repack -adq && echo planted $id`,
+          command: `id=$(printf '${guess}' | git hash-object -w --stdin) && git update-index --cacheinfo 100644,$id,.env && echo planted $id && git repack -adq`,
         }),
-        call("bash", { command: "cat .env; git diff --quiet; echo END" }),
-        call("read", { path: ".env" }),
       ],
     ],
   });
   assert.equal(r.code, 0, r.stderr);
-  const [first, planted, second, read] = r.results.map((x) => x.text);
-  assert.doesNotMatch(first + second + read, /s3cr3t-4242/);
+  const [first, planted] = r.results.map((x) => x.text);
   assert.match(first, /\.env is hidden from commands in the sandbox[^\n]*Allow for this session/, first);
   assert.match(planted, /planted [0-9a-f]{40}/, planted);
+  // The next session: the planted objects are older than it, not older than the sandbox.
+  const next = await runPi({
+    world: w,
+    env: { GIT_CEILING_DIRECTORIES: w.root },
+    script: [[call("bash", { command: "cat .env; git diff --quiet; echo END" }), call("read", { path: ".env" })]],
+  });
+  assert.equal(next.code, 0, next.stderr);
+  const [second, read] = next.results.map((x) => x.text);
   assert.match(second, /END/, second);
   assert.match(read, /Blocked read of/, read);
+  assert.doesNotMatch(first + planted + second + read, /s3cr3t-4242/);
 });
 
 test("templates marked secret by filesystem.envTemplatesSecret are hidden again, and the note says which key did it", async (t) => {
