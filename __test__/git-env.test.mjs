@@ -88,7 +88,12 @@ test("a repository that tracks .env.example and ignores .env: every git flow wor
 });
 
 test("a repository that tracks .env: every git flow works while its content is what git holds; checking out a branch that tracks it keeps it", async (t) => {
-  const { w } = repoWorld("git-tracked", { ".gitignore": ".pi/\n", ".env": "APP_ENV=dev\n" });
+  const { w } = repoWorld("git-tracked", { ".gitignore": ".pi/\n", ".env": "APP_ENV=dev\n" }, (git, w) => {
+    git("checkout", "-qb", "otherenv");
+    writeFileSync(path.join(w.project, ".env"), "APP_ENV=prod\n");
+    git("commit", "-qam", "other env");
+    git("checkout", "-q", "main");
+  });
   t.after(w.cleanup);
   const r = await runPi({
     world: w,
@@ -96,12 +101,14 @@ test("a repository that tracks .env: every git flow works while its content is w
     script: [
       [
         call("bash", { command: flows("git checkout -q feat && test -z \"$(git status --porcelain --untracked-files=no)\" && echo OK checkout; cat .env; cat wt/.env") }),
-        call("read", { path: ".env" }),
+        // A checkout that must rewrite .env: denyWrite keeps it read-only, and the note says so.
+        call("bash", { command: "git checkout -q otherenv; echo END" }),
       ],
     ],
   });
   assert.equal(r.code, 0, r.stderr);
-  const [bash] = r.results.map((x) => x.text);
+  const [bash, otherenv] = r.results.map((x) => x.text);
+  assert.match(otherenv, /\.env is read-only in the sandbox \(denyWrite pattern '\.env'\)/, otherenv);
   assertFlows(bash, [...Object.keys(FLOWS), "checkout"]);
   assert.match(bash, /APP_ENV=dev\nAPP_ENV=dev/, bash);
   assert.doesNotMatch(bash, /moved to/);

@@ -440,6 +440,34 @@ mod tests {
     }
 
     #[test]
+    fn a_project_may_make_env_templates_secret_but_not_unsecret_them() {
+        let (c, w) = run(r#"{"filesystem":{"envTemplatesSecret":true}}"#);
+        assert!(c.env_templates_secret.value);
+        assert_eq!(w, vec![], "narrowing applies at once");
+        // Secret in the global layer: the project's false widens, and waits for trust.
+        let global = PathBuf::from("/h/.pi/agent/extensions/sandbox.json");
+        let below = merge(
+            base(),
+            &[(
+                global,
+                Some(r#"{"filesystem":{"envTemplatesSecret":true}}"#.into()),
+            )],
+        )
+        .unwrap();
+        let wanted = merge(
+            below.clone(),
+            &[(
+                PathBuf::from(PROJECT),
+                Some(r#"{"filesystem":{"envTemplatesSecret":false}}"#.into()),
+            )],
+        )
+        .unwrap();
+        let (c, w) = restrict(&below, &wanted, Path::new(PROJECT), &lexical);
+        assert!(c.env_templates_secret.value);
+        assert_eq!(keys(&w), ["filesystem.envTemplatesSecret"]);
+    }
+
+    #[test]
     fn every_widening_is_named_and_left_out() {
         let (c, w) = run(
             r#"{"enabled":false,"mode":"yolo","filesystem":{"denyRead":[],"allowWrite":[".","/tmp","~"],"denyWrite":[],"allowHooksPath":true},"network":{"allowedDomains":["evil.example"],"allowUnixSockets":["/run/docker.sock"],"allowAllUnixSockets":true},"env":{"allow":["GITHUB_TOKEN"]},"enableWeakerNestedSandbox":true,"enableWeakerNetworkIsolation":true}"#,

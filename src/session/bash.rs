@@ -433,7 +433,10 @@ impl Session {
                     continue;
                 };
                 let d = match op {
-                    Op::Write => self.second_name_check(guard, guard.check(Op::Write, &p)),
+                    Op::Write => env_file_kept(
+                        guard,
+                        self.second_name_check(guard, guard.check(Op::Write, &p)),
+                    ),
                     Op::Read => guard.check(Op::Read, &p),
                 };
                 if d.verdict != Verdict::Deny || !seen.insert((op, d.path.clone())) {
@@ -511,6 +514,32 @@ impl Session {
             _ => String::new(),
         };
         format!("{head} {answer}{why_template}")
+    }
+}
+
+/// A write the guard would ask about, of an env file bash shows (its content is git's, see
+/// `CommittedEnv::hides_nothing`) but keeps read-only for a denyWrite match: refused in bash,
+/// so said as the denyWrite rule's.
+fn env_file_kept(
+    guard: &Guard,
+    d: crate::policy::guard::Decision,
+) -> crate::policy::guard::Decision {
+    if d.verdict != Verdict::Prompt || d.rule != crate::policy::guard::ENV_FILE_RULE {
+        return d;
+    }
+    let mut cache = crate::policy::protected::GitDirCache::default();
+    let mut is_git_dir = |p: &std::path::Path| guard.is_git_dir_for_writes(p, &mut cache);
+    match guard.write_protection(&d.path, &mut is_git_dir) {
+        Some(crate::policy::guard::Protection::DenyWrite(label)) => crate::policy::guard::Decision {
+            verdict: Verdict::Deny,
+            reason: format!(
+                "Commands may not change or remove it: remove the pattern from filesystem.denyWrite if git must (a checkout or rebase that changes {}).",
+                shown::path(&d.path)
+            ),
+            rule: label,
+            ..d
+        },
+        _ => d,
     }
 }
 

@@ -274,6 +274,52 @@ mod tests {
     }
 
     #[test]
+    fn an_env_file_git_held_before_hides_nothing_one_with_more_does() {
+        let t = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        let env = crate::policy::config::Env::under(&root);
+        std::fs::create_dir_all(&env.cwd).unwrap();
+        std::fs::create_dir_all(&env.agent_dir).unwrap();
+        git(&env.cwd, &["init", "-q"]);
+        let dot_env = env.cwd.join(".env");
+        std::fs::write(&dot_env, "A=1\n").unwrap();
+        git(&env.cwd, &["add", "-f", ".env"]);
+        let guard = crate::surface::scan::tests::guard("{}", &env);
+        let later = SystemTime::now() + std::time::Duration::from_secs(5);
+        let c = CommittedEnv::new(&env.cwd, &env.home, Some(later));
+        assert!(c.hides_nothing(&dot_env, &guard));
+        let mut scan = Scan {
+            protected: vec![crate::surface::scan::Found {
+                path: dot_env.clone(),
+                why: Protection::EnvFile {
+                    also: Some(Box::new(Protection::DenyWrite("denyWrite '.env'".into()))),
+                },
+                fingerprint: vec![],
+            }],
+            ..Scan::default()
+        };
+        c.unhide(&mut scan, &guard);
+        assert_eq!(
+            scan.protected[0].why,
+            Protection::DenyWrite("denyWrite '.env'".into()),
+            "shown, still read-only"
+        );
+        // A local secret added: another blob.
+        std::fs::write(&dot_env, "A=1\nSECRET=x\n").unwrap();
+        assert!(!c.hides_nothing(&dot_env, &guard));
+        // No trusted time (the first session's could not be recorded): nothing is proved.
+        std::fs::write(&dot_env, "A=1\n").unwrap();
+        assert!(c.hides_nothing(&dot_env, &guard));
+        let none = CommittedEnv::new(&env.cwd, &env.home, None);
+        assert!(!none.hides_nothing(&dot_env, &guard));
+        // Objects written after the trusted time prove nothing.
+        let earlier = SystemTime::now() - std::time::Duration::from_secs(3600);
+        assert!(
+            !CommittedEnv::new(&env.cwd, &env.home, Some(earlier)).hides_nothing(&dot_env, &guard)
+        );
+    }
+
+    #[test]
     fn nothing_to_say_outside_a_repository_or_without_env_files() {
         let t = tempfile::tempdir().unwrap();
         let c = CommittedEnv::new(t.path(), t.path(), None);
