@@ -103,11 +103,14 @@ test("a repository that tracks .env: every git flow works while its content is w
         call("bash", { command: flows("git checkout -q feat && test -z \"$(git status --porcelain --untracked-files=no)\" && echo OK checkout; cat .env; cat wt/.env") }),
         // A checkout that must rewrite .env: denyWrite keeps it read-only, and the note says so.
         call("bash", { command: "git checkout -q otherenv; echo END" }),
+        // The read tool agrees with bash: what git held is read without asking.
+        call("read", { path: ".env" }),
       ],
     ],
   });
   assert.equal(r.code, 0, r.stderr);
-  const [bash, otherenv] = r.results.map((x) => x.text);
+  const [bash, otherenv, read] = r.results.map((x) => x.text);
+  assert.match(read, /^APP_ENV=dev/, read);
   assert.match(otherenv, /\.env is read-only in the sandbox \(denyWrite pattern '\.env'\)/, otherenv);
   assertFlows(bash, [...Object.keys(FLOWS), "checkout"]);
   assert.match(bash, /APP_ENV=dev\nAPP_ENV=dev/, bash);

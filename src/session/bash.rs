@@ -277,8 +277,11 @@ impl Session {
                     .filter_map(|p| crate::surface::scan::env_file_to_mask(guard, p))
                     .filter(|p| !known.contains(p)),
             );
-            // What git already holds hides nothing, and a mask would only break git.
-            self.committed_env.unhide(&mut scan, guard);
+            // What git already holds hides nothing, and a mask would only break git. (Not
+            // in approval mode deny: the user keeps env files away whatever they hold.)
+            if guard.approval_mode() == crate::policy::guard::ApprovalMode::Ask {
+                self.committed_env.unhide(&mut scan, guard);
+            }
         }
         Ok(scan)
     }
@@ -366,6 +369,7 @@ impl Session {
                 _ => false,
             };
             plain
+                && guard.approval_mode() == crate::policy::guard::ApprovalMode::Ask
                 && crate::policy::guard::is_env_file(&f.path)
                 && committed.hides_nothing(&f.path, guard)
         };

@@ -5,9 +5,9 @@
 //! already held before the sandbox's first session hides nothing: `git show` or `git
 //! cat-file` reads that content inside the sandbox whatever hides the working copy, and the
 //! mask only breaks git (a character device where git expects a file: `git status` reports
-//! it changed, `git diff` cannot hash it, `git stash` and `rebase` refuse). Such a file is
-//! not hidden (`hides_nothing`); the audit lets git check one out (`git worktree add`,
-//! `checkout`). A working copy with anything added (a local secret) has another blob id,
+//! it changed, `git diff` cannot hash it, `git stash` and `rebase` refuse). In approval mode
+//! ask such a file is not hidden (`hides_nothing`), the read tool reads it without asking,
+//! and the audit lets git check one out (`git worktree add`, `checkout`). A working copy with anything added (a local secret) has another blob id,
 //! which no old object has: it stays hidden.
 //!
 //! **How "held before" is proved** (`git_objects`): the blob id of the working copy,
