@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { makeWorld, runPi } from "./helpers/pi-run.mjs";
+import { makeWorld, picking, runPi, runPiRpc } from "./helpers/pi-run.mjs";
 
 const call = (name, args) => ({ name, arguments: args });
 
@@ -200,4 +200,26 @@ test("templates marked secret by filesystem.envTemplatesSecret are hidden again,
   assert.doesNotMatch(bash, /API_KEY/, bash);
   assert.match(bash, /\.env\.example is hidden from commands[^\n]*envTemplatesSecret is true in [^\n]*sandbox\.json/, bash);
   assert.match(read, /Blocked read of/, read);
+});
+
+test("the answer the note names unblocks git: after \"Allow for this session\" in the read dialog, git diff reads the hidden .env", async (t) => {
+  const { w } = repoWorld("git-answer", { ".gitignore": ".pi/\n", ".env": "APP_ENV=dev\n" }, (_, w) =>
+    writeFileSync(path.join(w.project, ".env"), `APP_ENV=dev\n${ENV_SECRET}`),
+  );
+  t.after(w.cleanup);
+  const diff = call("bash", { command: "git diff --stat; echo END" });
+  const r = await runPiRpc({
+    world: w,
+    env: { GIT_CEILING_DIRECTORIES: w.root },
+    answer: picking(/for this session/),
+    script: [[diff], [call("read", { path: ".env" })], [diff]],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const [before, read, after] = r.results.map((x) => x.text);
+  assert.match(before, /cannot hash \.env/, before);
+  assert.match(before, /\.env is hidden from commands in the sandbox[^\n]*Allow for this session/, before);
+  assert.equal(r.dialogs.length, 1, JSON.stringify(r.dialogs));
+  assert.match(read, /s3cr3t-4242/, "the user allowed it");
+  assert.match(after, /\.env \| 1 \+\n/, after);
+  assert.doesNotMatch(after, /hidden from commands/, after);
 });

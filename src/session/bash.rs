@@ -466,14 +466,21 @@ impl Session {
                 break;
             }
         }
-        notes.extend(self.explain_hidden_env_files(guard, output));
+        // An env file the notes above named already (approval mode deny) is said once.
+        let hidden = self.explain_hidden_env_files(guard, output);
+        notes.extend(
+            hidden
+                .into_iter()
+                .filter(|(p, _)| !seen.contains(&(Op::Read, p.clone())))
+                .map(|(_, note)| note),
+        );
         notes
     }
 
     /// Notes for the env files the last command's error lines name that the sandbox hid from
     /// it (a mask: git cannot hash, add or stash a character device): each names the file
     /// and the one answer that shows it to commands.
-    fn explain_hidden_env_files(&self, guard: &Guard, output: &str) -> Vec<String> {
+    fn explain_hidden_env_files(&self, guard: &Guard, output: &str) -> Vec<(PathBuf, String)> {
         let hidden = self.hidden_env.borrow();
         if hidden.is_empty() {
             return vec![];
@@ -495,7 +502,7 @@ impl Session {
         }
         named
             .into_iter()
-            .map(|p| self.hidden_env_note(guard, p))
+            .map(|p| (p.clone(), self.hidden_env_note(guard, p)))
             .collect()
     }
 
