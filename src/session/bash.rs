@@ -569,12 +569,16 @@ fn hidden_env_file_named<'a>(
     if let Some(p) = hidden.iter().find(|p| **p == exact) {
         return Some(p);
     }
-    // Relative to where the command had gone: its last names match.
+    // Relative to where the command had gone: its last names match, in the session's tree
+    // only (output is the command's to write: a bare `.env` must not name another
+    // project's hidden file to it).
     let tail: PathBuf = path
         .components()
         .filter(|c| matches!(c, std::path::Component::Normal(_)))
         .collect();
-    hidden.iter().find(|p| p.ends_with(&tail))
+    hidden
+        .iter()
+        .find(|p| p.starts_with(cwd) && p.ends_with(&tail))
 }
 
 /// What of a launch outlives it until the command is over.
