@@ -159,6 +159,7 @@ struct FilesystemLayer {
     allow_write: Option<Vec<String>>,
     deny_write: Option<Vec<String>>,
     allow_hooks_path: Option<bool>,
+    env_templates_secret: Option<bool>,
 }
 
 /// Parses one layer's text. `file` is only used in errors.
@@ -366,6 +367,9 @@ fn apply_filesystem(cfg: &mut Config, file: &Path, fs: FilesystemLayer) -> Resul
     }
     if let Some(v) = fs.allow_hooks_path {
         cfg.allow_hooks_path = from_file(v, file);
+    }
+    if let Some(v) = fs.env_templates_secret {
+        cfg.env_templates_secret = from_file(v, file);
     }
     set_list(&mut cfg.deny_read, fs.deny_read, file);
     set_list(&mut cfg.allow_write, fs.allow_write, file);

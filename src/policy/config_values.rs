@@ -103,6 +103,9 @@ pub(crate) struct Config {
     /// Let the agent edit the directories `core.hooksPath` names (husky's hooks); a git dir's
     /// own `hooks` stays protected.
     pub(crate) allow_hooks_path: Sourced<bool>,
+    /// Env templates (`.env.example`, ...) are asked about and hidden like `.env`; by
+    /// default they are not (they hold no secrets by convention).
+    pub(crate) env_templates_secret: Sourced<bool>,
     /// Environment variables kept for sandboxed commands whatever else says (`env.allow`),
     /// and dropped besides the built-in patterns (`env.deny`): names or `*`/`?` patterns.
     pub(crate) env_allow: Sourced<Vec<String>>,
@@ -157,6 +160,7 @@ impl Config {
             allow_write: Sourced::default(strings(&[".", "/tmp"])),
             deny_write: Sourced::default(strings(&[".env", ".env.*", "*.pem", "*.key"])),
             allow_hooks_path: Sourced::default(false),
+            env_templates_secret: Sourced::default(false),
             env_allow: Sourced::default(vec![]),
             env_deny: Sourced::default(vec![]),
             redact_values: Sourced::default(vec![]),

@@ -328,6 +328,19 @@ fn opening_lists(out: &mut Config, wanted: &Config, project: &Source, notes: &mu
 
 /// Switches that weaken.
 fn switches(out: &mut Config, wanted: &Config, project: &Source, notes: &mut Notes) {
+    // This switch weakens when it is turned off: a project that says templates are not
+    // secret, where a lower layer said they are, shows the agent what they hold.
+    if wanted.env_templates_secret.source == *project {
+        if !wanted.env_templates_secret.value && out.env_templates_secret.value {
+            notes.fixed(
+                "filesystem.envTemplatesSecret",
+                Weight::Other,
+                "let the agent read env templates (.env.example, ...) without asking".into(),
+            );
+        } else {
+            out.env_templates_secret = wanted.env_templates_secret.clone();
+        }
+    }
     let mut switch = |slot: &mut Sourced<bool>,
                       wanted: &Sourced<bool>,
                       key: &'static str,
@@ -424,6 +437,34 @@ mod tests {
         assert!(c.deny_write.value.contains(&"*.lock".to_string()));
         assert_eq!(c.allowed_domains.value, vec!["github.com"]);
         assert_eq!(c.denied_domains.value, vec!["evil.com"]);
+    }
+
+    #[test]
+    fn a_project_may_make_env_templates_secret_but_not_unsecret_them() {
+        let (c, w) = run(r#"{"filesystem":{"envTemplatesSecret":true}}"#);
+        assert!(c.env_templates_secret.value);
+        assert_eq!(w, vec![], "narrowing applies at once");
+        // Secret in the global layer: the project's false widens, and waits for trust.
+        let global = PathBuf::from("/h/.pi/agent/extensions/sandbox.json");
+        let below = merge(
+            base(),
+            &[(
+                global,
+                Some(r#"{"filesystem":{"envTemplatesSecret":true}}"#.into()),
+            )],
+        )
+        .unwrap();
+        let wanted = merge(
+            below.clone(),
+            &[(
+                PathBuf::from(PROJECT),
+                Some(r#"{"filesystem":{"envTemplatesSecret":false}}"#.into()),
+            )],
+        )
+        .unwrap();
+        let (c, w) = restrict(&below, &wanted, Path::new(PROJECT), &lexical);
+        assert!(c.env_templates_secret.value);
+        assert_eq!(keys(&w), ["filesystem.envTemplatesSecret"]);
     }
 
     #[test]

@@ -207,6 +207,11 @@ impl Session {
         auditor.baseline(&scan);
         self.remember(&scan);
         self.env_aliases.borrow_mut().elsewhere = env_aliases(scan.hidden_env_files.iter());
+        *self.hidden_env.borrow_mut() = (scan.protected.iter())
+            .filter(|f| matches!(f.why, crate::policy::guard::Protection::EnvFile { .. }))
+            .map(|f| f.path.clone())
+            .chain(scan.hidden_env_files.iter().cloned())
+            .collect();
         let tmp = std::env::temp_dir();
         let unset_env: Vec<String> = self.dropped_env().into_iter().map(|d| d.name).collect();
         let set_env = self.set_env(guard, network);
@@ -272,6 +277,11 @@ impl Session {
                     .filter_map(|p| crate::surface::scan::env_file_to_mask(guard, p))
                     .filter(|p| !known.contains(p)),
             );
+            // What git already holds hides nothing, and a mask would only break git. (Not
+            // in approval mode deny: the user keeps env files away whatever they hold.)
+            if guard.approval_mode() == crate::policy::guard::ApprovalMode::Ask {
+                self.committed_env.unhide(&mut scan, guard);
+            }
         }
         Ok(scan)
     }
@@ -348,7 +358,22 @@ impl Session {
         // A hooks directory the command made git look at (a submodule's `core.worktree`
         // changed, say): what it put there is judged as a hook.
         let now = self.with_hooks_of(guard, now);
-        let rest = auditor.after(&now);
+        // An env file git checked out (`worktree add`, `checkout`) whose content git held
+        // before: what denyWrite keeps the agent from writing is what the user committed.
+        let committed = self.committed_env.clone();
+        let checked_out = |f: &crate::surface::scan::Found| {
+            use crate::policy::guard::Protection::{DenyWrite, EnvFile};
+            let plain = match &f.why {
+                DenyWrite(_) | EnvFile { also: None } => true,
+                EnvFile { also: Some(also) } => matches!(**also, DenyWrite(_)),
+                _ => false,
+            };
+            plain
+                && guard.approval_mode() == crate::policy::guard::ApprovalMode::Ask
+                && crate::policy::guard::is_env_file(&f.path)
+                && committed.hides_nothing(&f.path, guard)
+        };
+        let rest = auditor.after_accepting(&now, &checked_out);
         let moved = rest.iter().any(|f| f.moved_to.is_some());
         findings.extend(rest);
         // What the audit moved aside is gone: scan again only if it moved anything.
@@ -412,7 +437,10 @@ impl Session {
                     continue;
                 };
                 let d = match op {
-                    Op::Write => self.second_name_check(guard, guard.check(Op::Write, &p)),
+                    Op::Write => env_file_kept(
+                        guard,
+                        self.second_name_check(guard, guard.check(Op::Write, &p)),
+                    ),
                     Op::Read => guard.check(Op::Read, &p),
                 };
                 if d.verdict != Verdict::Deny || !seen.insert((op, d.path.clone())) {
@@ -438,8 +466,119 @@ impl Session {
                 break;
             }
         }
+        // An env file the notes above named already (approval mode deny) is said once.
+        let hidden = self.explain_hidden_env_files(guard, output);
+        notes.extend(
+            hidden
+                .into_iter()
+                .filter(|(p, _)| !seen.contains(&(Op::Read, p.clone())))
+                .map(|(_, note)| note),
+        );
         notes
     }
+
+    /// Notes for the env files the last command's error lines name that the sandbox hid from
+    /// it (a mask: git cannot hash, add or stash a character device): each names the file
+    /// and the one answer that shows it to commands.
+    fn explain_hidden_env_files(&self, guard: &Guard, output: &str) -> Vec<(PathBuf, String)> {
+        let hidden = self.hidden_env.borrow();
+        if hidden.is_empty() {
+            return vec![];
+        }
+        let cwd = &self.options.env.cwd;
+        let mut named: Vec<&PathBuf> = Vec::new();
+        for line in output.lines() {
+            for word in line.split(|c: char| c.is_whitespace() || "'\"`:,()".contains(c)) {
+                let Some(file) = hidden_env_file_named(&hidden, cwd, word) else {
+                    continue;
+                };
+                if !named.contains(&file) {
+                    named.push(file);
+                }
+            }
+            if named.len() >= 5 {
+                break;
+            }
+        }
+        named
+            .into_iter()
+            .map(|p| (p.clone(), self.hidden_env_note(guard, p)))
+            .collect()
+    }
+
+    fn hidden_env_note(&self, guard: &Guard, path: &std::path::Path) -> String {
+        let shown_path = shown::path(path);
+        let head = format!(
+            "{shown_path} is hidden from commands in the sandbox (an env file, which may hold secrets): git and other programs find an empty character device there, so they cannot read, hash, add or stash it."
+        );
+        let answer = match guard.approval_mode() {
+            crate::policy::guard::ApprovalMode::Deny => {
+                "PI_SANDBOX_APPROVAL_MODE=deny hides env files for good; unset it (or set ask) to be asked instead.".to_string()
+            }
+            _ => "To show it to commands for the rest of this session, read it with the read tool and answer \"Allow for this session\".".to_string(),
+        };
+        let why_template = match &self.state {
+            Ok(l) if crate::policy::guard::is_env_template(path) => format!(
+                " Env templates are hidden because filesystem.envTemplatesSecret is true in {}.",
+                l.config.env_templates_secret.source
+            ),
+            _ => String::new(),
+        };
+        format!("{head} {answer}{why_template}")
+    }
+}
+
+/// A write the guard would ask about, of an env file bash shows (its content is git's, see
+/// `CommittedEnv::hides_nothing`) but keeps read-only for a denyWrite match: refused in bash,
+/// so said as the denyWrite rule's.
+fn env_file_kept(
+    guard: &Guard,
+    d: crate::policy::guard::Decision,
+) -> crate::policy::guard::Decision {
+    if d.verdict != Verdict::Prompt || d.rule != crate::policy::guard::ENV_FILE_RULE {
+        return d;
+    }
+    let mut cache = crate::policy::protected::GitDirCache::default();
+    let mut is_git_dir = |p: &std::path::Path| guard.is_git_dir_for_writes(p, &mut cache);
+    match guard.write_protection(&d.path, &mut is_git_dir) {
+        Some(crate::policy::guard::Protection::DenyWrite(label)) => crate::policy::guard::Decision {
+            verdict: Verdict::Deny,
+            reason: format!(
+                "Commands may not change or remove it: remove the pattern from filesystem.denyWrite if git must (a checkout or rebase that changes {}).",
+                shown::path(&d.path)
+            ),
+            rule: label,
+            ..d
+        },
+        _ => d,
+    }
+}
+
+/// The hidden env file `word` (a word of an error line: a path relative to the session's
+/// directory, or to a directory below it, as git prints them) names, if any.
+fn hidden_env_file_named<'a>(
+    hidden: &'a [PathBuf],
+    cwd: &std::path::Path,
+    word: &str,
+) -> Option<&'a PathBuf> {
+    let path = std::path::Path::new(word);
+    if word.is_empty() || !crate::policy::guard::is_env_file(path) {
+        return None;
+    }
+    let exact = crate::paths::lexical_normalize(&cwd.join(path));
+    if let Some(p) = hidden.iter().find(|p| **p == exact) {
+        return Some(p);
+    }
+    // Relative to where the command had gone: its last names match, in the session's tree
+    // only (output is the command's to write: a bare `.env` must not name another
+    // project's hidden file to it).
+    let tail: PathBuf = path
+        .components()
+        .filter(|c| matches!(c, std::path::Component::Normal(_)))
+        .collect();
+    hidden
+        .iter()
+        .find(|p| p.starts_with(cwd) && p.ends_with(&tail))
 }
 
 /// What of a launch outlives it until the command is over.
@@ -477,8 +616,8 @@ fn notes_of(ended: Ended, ticket: Option<(Arc<Commands>, Ticket)>) -> Vec<String
     // Said once per session, where bash hides env files; git is asked without the lock.
     let committed_env = ticket.as_ref().and_then(|(commands, _)| {
         let session = commands.session();
-        let hides = session.guard().is_some_and(|g| g.hides_env_files());
-        hides.then(|| session.committed_env())
+        let guard = session.guard().filter(|g| g.hides_env_files())?;
+        Some((session.committed_env(), guard.clone()))
     });
     let Ended { supervisor, net } = ended;
     let refused = supervisor.map(|s| s.finish()).unwrap_or_default();
@@ -500,7 +639,7 @@ fn notes_of(ended: Ended, ticket: Option<(Arc<Commands>, Ticket)>) -> Vec<String
         .collect();
     out.extend(blocked_hosts);
     out.extend(audit(ticket));
-    out.extend(committed_env.and_then(|c| c.first_note()));
+    out.extend(committed_env.and_then(|(c, guard)| c.first_note(&|p| guard.is_secret_env_file(p))));
     out
 }
 

@@ -169,3 +169,28 @@ fn with_bwrap_a_command_is_sandboxed() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn error_words_name_hidden_env_files_of_the_session_tree_only() {
+    let cwd = std::path::Path::new("/w/proj");
+    let hidden = vec![
+        PathBuf::from("/home/u/other/.env"),
+        PathBuf::from("/w/proj/api/.env.local"),
+        PathBuf::from("/w/proj/.env"),
+    ];
+    let named = |w: &str| hidden_env_file_named(&hidden, cwd, w).cloned();
+    assert_eq!(named(".env"), Some(PathBuf::from("/w/proj/.env")));
+    assert_eq!(named("../.env"), Some(PathBuf::from("/w/proj/.env")));
+    assert_eq!(
+        named(".env.local"),
+        Some(PathBuf::from("/w/proj/api/.env.local"))
+    );
+    assert_eq!(
+        named("/home/u/other/.env"),
+        Some(PathBuf::from("/home/u/other/.env"))
+    );
+    // Another project's file is not named for a bare word, nor is what is no env file.
+    assert_eq!(named("other/.env"), None);
+    assert_eq!(named("a.txt"), None);
+    assert_eq!(named(""), None);
+}

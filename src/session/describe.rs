@@ -110,7 +110,8 @@ impl Session {
             ),
         };
         self.describe_project(&mut out);
-        out.push_str(&self.committed_env.report());
+        let secret = |p: &std::path::Path| self.guard().is_none_or(|g| g.is_secret_env_file(p));
+        out.push_str(&self.committed_env.report(&secret));
         if let Some(kept) = self.kept_notice() {
             let _ = writeln!(out, "\n{}", shown::lines(&kept));
         }

@@ -137,11 +137,32 @@ impl Session {
                         || self.with_git_dirs(|known| g.check_with(op, path, known)),
                         |d| Some(d),
                     ),
-                    Op::Read => g.check(op, path),
+                    Op::Read => self.committed_env_read(g, g.check(op, path)),
                 };
                 self.second_name_check(g, d)
             }
             None => self.refused(op, path),
+        }
+    }
+
+    /// A read the guard would ask about, of an env file whose content git held before
+    /// (`CommittedEnv::hides_nothing`): allowed, as bash shows it (approval mode ask only).
+    fn committed_env_read(&self, guard: &Guard, d: Decision) -> Decision {
+        if d.verdict != Verdict::Prompt
+            || d.rule != crate::policy::guard::ENV_FILE_RULE
+            || !self.committed_env.hides_nothing(&d.path, guard)
+        {
+            return d;
+        }
+        Decision {
+            verdict: Verdict::Allow,
+            rule: format!("{}, content held by git", crate::policy::guard::ENV_FILE_RULE),
+            source: "the repository's objects".into(),
+            reason: format!(
+                "Read of {} is allowed: git's objects held this exact content before the sandbox's first session, so `git show` reads it anyway.",
+                crate::shown::path(&d.path)
+            ),
+            ..d
         }
     }
 
@@ -185,6 +206,9 @@ impl Session {
                     |c| c.as_ref().map(|c| &c.decision),
                 );
                 checked.map(|mut c| {
+                    if c.decision.op == Op::Read {
+                        c.decision = self.committed_env_read(g, c.decision);
+                    }
                     c.decision = self.second_name_check(g, c.decision);
                     if tool == "grep" {
                         c.decision = self.env_alias_below(c.decision, tool);

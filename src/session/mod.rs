@@ -174,6 +174,8 @@ pub struct Session {
     /// env files lead to, from the last scan (`indexed`) and the last command's env file
     /// search (`elsewhere`). The file tools ask about them as bash hides them.
     env_aliases: std::cell::RefCell<EnvAliases>,
+    /// The env files the last sandboxed command had hidden, for the notes after it.
+    hidden_env: std::cell::RefCell<Vec<PathBuf>>,
     /// What the scan finds, kept current from file events (None: full scans; see `scan`).
     index: Option<Index>,
     /// The env files elsewhere in the home directory (started with the first load unless the
@@ -260,6 +262,7 @@ impl Session {
         let committed_env = Arc::new(crate::surface::committed_env::CommittedEnv::new(
             &options.env.cwd,
             &options.env.home,
+            first_session,
         ));
         let mut s = Session {
             committed_env,
@@ -278,6 +281,7 @@ impl Session {
             env_listings: Default::default(),
             second_names: Default::default(),
             env_aliases: Default::default(),
+            hidden_env: Default::default(),
             index: None,
             env_search: None,
             repo_git_paths: Default::default(),

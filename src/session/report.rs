@@ -110,6 +110,12 @@ fn settings(out: &mut String, c: &Config, g: &Guard) {
 fn switches(out: &mut String, c: &Config) {
     line(
         out,
+        "filesystem.envTemplatesSecret",
+        c.env_templates_secret.value.to_string(),
+        &c.env_templates_secret.source,
+    );
+    line(
+        out,
         "network.allowAllUnixSockets",
         c.allow_all_unix_sockets.value.to_string(),
         &c.allow_all_unix_sockets.source,

@@ -161,8 +161,19 @@ impl Auditor {
 
     /// Compares `now` (scanned after the command) with the baseline and neutralises what is
     /// new or changed.
+    #[cfg(test)]
     pub(crate) fn after(&mut self, now: &Scan) -> Vec<Finding> {
-        self.after_only(now, |_| true)
+        self.after_accepting(now, &|_| false)
+    }
+
+    /// `after`, leaving what `accepted` says is fine where it is (an env file git checked
+    /// out whose content git's objects held before: `CommittedEnv::hides_nothing`).
+    pub(crate) fn after_accepting(
+        &mut self,
+        now: &Scan,
+        accepted: &dyn Fn(&Found) -> bool,
+    ) -> Vec<Finding> {
+        self.after_only_accepting(now, |_| true, accepted)
     }
 
     /// `after`, judging only what makes a directory a git dir or points git at one (a
@@ -179,6 +190,15 @@ impl Auditor {
     }
 
     fn after_only(&mut self, now: &Scan, judged: impl Fn(&Found) -> bool) -> Vec<Finding> {
+        self.after_only_accepting(now, judged, &|_| false)
+    }
+
+    fn after_only_accepting(
+        &mut self,
+        now: &Scan,
+        judged: impl Fn(&Found) -> bool,
+        accepted: &dyn Fn(&Found) -> bool,
+    ) -> Vec<Finding> {
         let mut findings = Vec::new();
         // A link on a protected link's way that is no link any more is not on its way now:
         // judged from what the baseline saw there.
@@ -199,6 +219,10 @@ impl Auditor {
             let seen = self.known.get(&found.path);
             let before = seen.map(|(_, fp)| fp);
             if before.is_some_and(|fp| *fp == found.fingerprint) {
+                continue;
+            }
+            if accepted(found) {
+                self.known.insert(found.path.clone(), known(found));
                 continue;
             }
             // Protected now only because the command changed what is around it (made its

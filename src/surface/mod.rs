@@ -5,6 +5,7 @@ pub(crate) mod audit;
 pub(crate) mod committed_env;
 pub(crate) mod env_files;
 pub(crate) mod git_config;
+pub(crate) mod git_objects;
 pub(crate) mod hooks;
 pub(crate) mod index;
 mod index_verify;

@@ -159,9 +159,8 @@ pub(crate) fn judge(
     let mut is_git_dir = |p: &Path| guard.is_git_dir_for_writes(p, git);
     let protection = guard.write_protection(path, &mut is_git_dir);
     // A link named like an env file is one too: `record` masks what it leads to.
-    let env_named_link = file_type.is_symlink()
-        && guard.hides_env_files()
-        && crate::policy::guard::is_env_file(path);
+    let env_named_link =
+        file_type.is_symlink() && guard.hides_env_files() && guard.is_secret_env_file(path);
     if (file_type.is_file() && guard.masks_env_file(path)) || env_named_link {
         return Judged {
             git_dir,

@@ -104,6 +104,7 @@ impl Guard {
             git_paths: Default::default(),
             env_read_grants: Arc::from(Vec::new()),
             tmp_host_bound: tmp_host_bound.into(),
+            env_templates_secret: config.env_templates_secret.value,
             enabled: config.enabled.clone(),
             mode: config.mode.clone(),
             approval,

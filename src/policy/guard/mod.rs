@@ -208,6 +208,9 @@ pub(crate) struct Guard {
     env_read_grants: Arc<[(PathBuf, String)]>,
     /// Writable roots below /tmp that bash gets at their host path (`tmp_map`).
     tmp_host_bound: Arc<[PathBuf]>,
+    /// `filesystem.envTemplatesSecret`: templates (`.env.example`) are asked about and
+    /// hidden like `.env`.
+    env_templates_secret: bool,
 }
 
 impl Guard {
@@ -301,7 +304,7 @@ impl Guard {
                 return (d, steps.0.unwrap_or_default());
             }
         };
-        let env_alias = reached_through_env_named_link(path, &canonical);
+        let env_alias = self.reached_through_env_named_link(path, &canonical);
         let d = self.decide(op, &canonical, env_alias, &mut steps, known);
         let d = self.through_denied_dir(d, &through, &mut steps);
         (d, steps.0.unwrap_or_default())
@@ -549,12 +552,34 @@ impl Guard {
     /// (`named_env`: a link `.env` leads to it): it is an env file by either name.
     pub(crate) fn masks_env_file_named(&self, canonical: &Path, named_env: bool) -> bool {
         self.hides_env_files()
-            && (named_env || is_env_file(canonical))
+            && (named_env || self.is_secret_env_file(canonical))
             && match self.approval {
                 ApprovalMode::Always => false,
                 ApprovalMode::Deny => true,
                 ApprovalMode::Ask => !self.env_read_grants.iter().any(|(p, _)| p == canonical),
             }
+    }
+
+    /// The one test of which env files may hold secrets, for every layer (the file tools,
+    /// the mount plan, the index, the audit): named `.env` or `.env.<anything>`, templates
+    /// (`is_env_template`) only when `filesystem.envTemplatesSecret` says so.
+    pub(crate) fn is_secret_env_file(&self, path: &Path) -> bool {
+        is_env_file(path) && (self.env_templates_secret || !is_env_template(path))
+    }
+
+    /// Whether resolving `path` to `canonical` went through a symlink named like a secret env
+    /// file that leads to `canonical` itself (not a directory on the way): the file is then
+    /// an env file by that name too. Asked only when a link was involved at all.
+    pub(crate) fn reached_through_env_named_link(&self, path: &Path, canonical: &Path) -> bool {
+        if paths::lexical_normalize(path) == canonical {
+            return false;
+        }
+        paths::symlinks_followed(path).is_ok_and(|(_, links)| {
+            links.iter().any(|link| {
+                self.is_secret_env_file(link)
+                    && paths::canonicalize(link).is_ok_and(|t| t == canonical)
+            })
+        })
     }
 
     /// Whether bash hides env files at all (approval mode ask or deny).
@@ -690,7 +715,6 @@ fn rule_step(list: &str, hit: Option<&Rule>) -> Step {
     }
 }
 
-/// `.env` or `.env.<anything>` (seed 000).
 /// `/proc/<pid>/...` (and so `/proc/self`, `/proc/thread-self`, which resolve to it): a
 /// process's environment, memory, command line and file descriptors.
 pub(crate) fn is_process_file(path: &Path) -> bool {
@@ -703,24 +727,26 @@ pub(crate) fn is_process_file(path: &Path) -> bool {
         })
 }
 
-/// Whether resolving `path` to `canonical` went through a symlink named like an env file that
-/// leads to `canonical` itself (not a directory on the way): the file is then an env file by
-/// that name too. Asked only when a link was involved at all.
-pub(crate) fn reached_through_env_named_link(path: &Path, canonical: &Path) -> bool {
-    if paths::lexical_normalize(path) == canonical {
-        return false;
-    }
-    paths::symlinks_followed(path).is_ok_and(|(_, links)| {
-        links.iter().any(|link| {
-            is_env_file(link) && paths::canonicalize(link).is_ok_and(|t| t == canonical)
-        })
-    })
-}
-
+/// Named like an env file: `.env` or `.env.<anything>`, templates included. Which of them
+/// may hold secrets is `Guard::is_secret_env_file`'s to say.
 pub(crate) fn is_env_file(path: &Path) -> bool {
     path.file_name()
         .and_then(|n| n.to_str())
         .is_some_and(|n| n == ".env" || n.starts_with(".env."))
+}
+
+/// The last word of an env template's name (`.env.example`, `.env.local.dist`): a template
+/// is committed for others to copy, and holds no secrets by convention.
+pub(crate) const ENV_TEMPLATE_WORDS: &[&str] = &["example", "sample", "template", "dist"];
+
+/// An env file named as a template (`ENV_TEMPLATE_WORDS`).
+pub(crate) fn is_env_template(path: &Path) -> bool {
+    is_env_file(path)
+        && path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.rsplit_once('.'))
+            .is_some_and(|(_, last)| ENV_TEMPLATE_WORDS.contains(&last))
 }
 
 #[cfg(test)]

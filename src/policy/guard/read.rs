@@ -3,8 +3,7 @@
 use std::path::Path;
 
 use super::{
-    is_env_file, is_process_file, rule_step, ApprovalMode, Decision, Guard, Step, Trace, Verdict,
-    ENV_FILE_RULE,
+    is_process_file, rule_step, ApprovalMode, Decision, Guard, Step, Trace, Verdict, ENV_FILE_RULE,
 };
 use crate::policy::config::Source;
 
@@ -69,8 +68,8 @@ impl Guard {
         make: &impl Fn(Verdict, String, String, String) -> Decision,
     ) -> Option<Decision> {
         // A directory named `.env.d` holds files; it is not one.
-        let env_file =
-            (env_alias || is_env_file(path)) && !std::fs::metadata(path).is_ok_and(|m| m.is_dir());
+        let env_file = (env_alias || self.is_secret_env_file(path))
+            && !std::fs::metadata(path).is_ok_and(|m| m.is_dir());
         steps.push(|| Step {
             rule: format!(
                 "sensitive env file (approval mode {})",

@@ -567,6 +567,50 @@ fn env_files_follow_the_approval_mode() {
 }
 
 #[test]
+fn env_templates_are_not_secret_unless_the_config_says_so() {
+    let w = World::new();
+    let plain = r#"{"filesystem":{"denyWrite":["*.pem"]}}"#;
+    let secret = r#"{"filesystem":{"denyWrite":["*.pem"],"envTemplatesSecret":true}}"#;
+    let (g, s) = (
+        w.guard_with(plain, ApprovalMode::Ask),
+        w.guard_with(secret, ApprovalMode::Ask),
+    );
+    for name in [
+        ".env.example",
+        ".env.sample",
+        ".env.template",
+        ".env.dist",
+        ".env.local.example",
+    ] {
+        let p = w.p(&format!("proj/{name}"));
+        std::fs::write(&p, "K=").unwrap();
+        assert!(!g.masks_env_file(&p), "{name}");
+        assert_eq!(verdict(&g, Op::Read, &p), Verdict::Allow, "{name}");
+        assert!(s.masks_env_file(&p), "{name}");
+        assert_eq!(verdict(&s, Op::Read, &p), Verdict::Prompt, "{name}");
+    }
+    // The last word decides, exactly: anything else is secret.
+    for name in [
+        ".env",
+        ".env.example.local",
+        ".env.EXAMPLE",
+        ".env.examples",
+        ".env.example ",
+    ] {
+        let p = w.p(&format!("proj/{name}"));
+        std::fs::write(&p, "K=").unwrap();
+        assert!(g.masks_env_file(&p), "{name:?}");
+        assert_eq!(verdict(&g, Op::Read, &p), Verdict::Prompt, "{name:?}");
+    }
+    // A link named like a template to a secret env file is that file.
+    symlink(w.p("proj/.env"), w.p("proj/src/.env.example")).unwrap();
+    assert_eq!(
+        verdict(&g, Op::Read, &w.p("proj/src/.env.example")),
+        Verdict::Prompt
+    );
+}
+
+#[test]
 fn explain_lists_each_rule_consulted() {
     let w = World::new();
     let g = w.guard("{}");
