@@ -141,7 +141,17 @@ pub(crate) fn plan(
 
     // Masks last among equals: deny wins. Nothing is mounted below a mask (its tmpfs is
     // read-only, so bwrap could not create the mount point, and denyRead wins anyway).
-    let masks = masks(guard, facts, &disk, &mounts);
+    let mut masks = masks(guard, facts, &disk, &mounts);
+    // Every pi session's /tmp sits in one folder of the user's: where bash would see it at
+    // its host path (a TMPDIR outside /tmp), it is hidden (this session's is bound at /tmp).
+    if let Some(all) = guard.sessions_tmp_parent() {
+        if !under_tmp(all) && disk.kind(all) == FileKind::Dir {
+            masks.push(Mount {
+                path: all.to_path_buf(),
+                kind: MountKind::MaskDir,
+            });
+        }
+    }
     mounts.retain(|m| !masks.iter().any(|k| m.path.starts_with(&k.path)));
     placeholders.retain(|p| !masks.iter().any(|k| p.starts_with(&k.path)));
     mounts.extend(masks);

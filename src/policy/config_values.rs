@@ -129,6 +129,9 @@ pub(crate) struct Config {
     /// Directories the user allowed writes to for this session only (a prompt's answer),
     /// each with how it was granted: writable in both layers, never written to a file.
     pub(crate) session_allow_write: Vec<(String, Source)>,
+    /// Single files the user allowed writing for this session (matched exactly, file tools
+    /// only: `Guard::write_file_grant`).
+    pub(crate) session_write_files: Vec<(String, Source)>,
 }
 
 pub(crate) const DEFAULT_ALLOWED_DOMAINS: &[&str] = &[
@@ -172,6 +175,7 @@ impl Config {
             layers: vec![],
             project: None,
             session_allow_write: vec![],
+            session_write_files: vec![],
         }
     }
 }

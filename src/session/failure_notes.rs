@@ -59,7 +59,12 @@ impl Session {
                 } else {
                     d.path.parent().unwrap_or(Path::new("/"))
                 };
-                let how = if self.too_broad(dir) {
+                let how = if on_path(dir) {
+                    format!(
+                        "{} holds programs you run outside pi (it is on PATH): keep it read-only to the agent.",
+                        shown::path(dir)
+                    )
+                } else if self.too_broad(dir) {
                     format!(
                         "{} holds your home or the project: add a narrower folder to filesystem.allowWrite in {}.",
                         shown::path(dir),
@@ -107,4 +112,11 @@ impl Session {
             shown::text(line.trim()).chars().take(160).collect::<String>()
         ))
     }
+}
+
+/// Whether `dir` (or a folder below it) is on pi's own PATH: what is written there runs on
+/// the host. A note must not invite opening it, whatever a command's output says.
+fn on_path(dir: &Path) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|e| e.is_absolute() && e.starts_with(dir)))
 }

@@ -272,7 +272,8 @@ impl Session {
     pub(crate) fn mkdir(&self, dir: &Path) -> Result<(), FileOpError> {
         if let Some(g) = self.guard() {
             let d = g.check(Op::Read, &g.session_path(dir));
-            if std::fs::symlink_metadata(&d.path).is_ok_and(|m| m.is_dir()) {
+            // Only where reading is allowed: a hidden folder's existence is not told.
+            if d.allowed() && std::fs::symlink_metadata(&d.path).is_ok_and(|m| m.is_dir()) {
                 return Ok(());
             }
         }

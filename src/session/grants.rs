@@ -26,6 +26,8 @@ pub(crate) enum GrantError {
     EnvFileAsWrite,
     /// The directory holds the home or the project's parents.
     TooBroad(PathBuf),
+    /// A file-only grant of something that is not a regular file (a folder, a device).
+    NotAFile(PathBuf),
     /// Not a host name or address.
     BadHost(String),
     /// deniedDomains lists the host.
@@ -66,6 +68,11 @@ impl std::fmt::Display for GrantError {
                 f,
                 "{} holds your home or this project's parents: too wide to grant from a prompt; add a narrower directory to filesystem.allowWrite yourself",
                 shown::path(dir)
+            ),
+            GrantError::NotAFile(path) => write!(
+                f,
+                "{} is not a regular file: only a file can be allowed alone",
+                shown::path(path)
             ),
             GrantError::BadHost(why) | GrantError::Storage(why) => f.write_str(why),
             GrantError::DeniedHost { host, rule } => write!(
@@ -166,7 +173,17 @@ impl Session {
             Some(g) => (g.env().home.clone(), g.env().cwd.clone()),
             None => (self.options.env.home.clone(), self.options.env.cwd.clone()),
         };
-        dir.parent().is_none() || home.starts_with(dir) || cwd.starts_with(dir)
+        // The host's /tmp (or whatever holds every session's /tmp): other users' and
+        // programs' sockets and files, other sessions' folders.
+        let holds_sessions = self
+            .guard()
+            .and_then(|g| g.sessions_tmp_parent())
+            .is_some_and(|all| all.starts_with(dir));
+        dir.parent().is_none()
+            || home.starts_with(dir)
+            || cwd.starts_with(dir)
+            || holds_sessions
+            || dir == Path::new(crate::policy::tmp_map::TMP)
     }
 
     fn store(&self) -> Result<&Store, GrantError> {
@@ -200,12 +217,17 @@ impl Session {
         if decision.rule == crate::policy::guard::ENV_FILE_RULE {
             return Err(GrantError::EnvFileAsWrite);
         }
+        // A folder (the home, `/`) allowed "alone" would open everything below it.
+        if std::fs::symlink_metadata(&decision.path).is_ok_and(|m| !m.is_file()) {
+            return Err(GrantError::NotAFile(decision.path));
+        }
         if once {
             self.once.borrow_mut().push((Op::Write, decision.path));
             return Ok("Allowed for this write only.".into());
         }
         let shown = shown::path(&decision.path);
-        self.session_writes.push((
+        // Matched by the exact name, never a root: not below it, not for bash's mounts.
+        self.session_write_files.push((
             decision.path.display().to_string(),
             Source::Runtime("allowed by the user for this session (this file only)".into()),
         ));

@@ -173,3 +173,57 @@ fn a_file_allowed_alone_is_writable_and_its_siblings_still_ask() {
     assert!(asks(&s, Op::Write, &sibling));
     assert!(s.write_file(&file, b"session").is_ok());
 }
+
+#[test]
+fn a_folder_cannot_be_allowed_as_a_file() {
+    let (_t, dir) = temp();
+    let mut s = session_in(&dir, None, Some("pi-1"));
+    let home = dir.join("home");
+    for p in [home.as_path(), Path::new("/")] {
+        let e = s.grant_file_write(p, false).unwrap_err();
+        assert!(
+            matches!(e, GrantError::NotAFile(_) | GrantError::NotAskable { .. }),
+            "{p:?}: {e}"
+        );
+        assert!(s.grant_file_write(p, true).is_err(), "{p:?} once");
+    }
+    assert!(asks(&s, Op::Write, &home.join("x")));
+    // A file allowed alone does not open a folder of the same name later.
+    let name = home.join("bin");
+    s.grant_file_write(&name, false).unwrap();
+    assert!(s.check(Op::Write, &name).allowed());
+    assert!(asks(&s, Op::Write, &name.join("rg")));
+}
+
+#[test]
+fn the_hosts_tmp_and_other_sessions_folders_stay_out_of_reach() {
+    let (_t, dir) = temp();
+    let mut s = session_in(&dir, None, Some("pi-1"));
+    let own = s.env().tmp.clone().expect("a session folder");
+    // The host's /tmp by a second name: asked, and no folder grant opens it.
+    let host = Path::new("/proc/self/root/tmp/pi-sandbox-review-x");
+    assert!(asks(&s, Op::Write, host));
+    assert!(matches!(
+        s.grant_write(host, WriteScope::Session),
+        Err(GrantError::TooBroad(_))
+    ));
+    // Another session's folder beside this one: refused to both reads and writes.
+    let other = own.parent().unwrap().join("1-other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("creds"), "B").unwrap();
+    // by a name that reaches the host's path (below /tmp, `/tmp/...` means this session's)
+    let by_host_name = Path::new("/proc/self/root").join(other.strip_prefix("/").unwrap());
+    for op in [Op::Read, Op::Write] {
+        let d = s.check(op, &by_host_name.join("creds"));
+        assert_eq!(d.verdict, Verdict::Deny, "{op:?}: {}", d.reason);
+        assert!(d.reason.contains("another pi session"), "{}", d.reason);
+    }
+    assert!(s.check(Op::Write, &own.join("mine")).allowed());
+    std::fs::remove_dir_all(&other).unwrap();
+    // pi's mkdir of a hidden folder that exists is refused like one that does not.
+    std::fs::create_dir_all(dir.join("home/.ssh")).unwrap();
+    assert!(matches!(
+        s.mkdir(&dir.join("home/.ssh")),
+        Err(FileOpError::Blocked(_))
+    ));
+}

@@ -70,11 +70,15 @@ pub(crate) struct Options {
 }
 
 /// The session's own /tmp (`policy::tmp_map`), where the platform can bind one at /tmp.
-fn session_tmp() -> Result<tempfile::TempDir, String> {
+fn session_tmp(cwd: &Path) -> Result<tmp_dir::SessionTmp, String> {
     if !cfg!(target_os = "linux") {
         return Err("this platform's sandbox cannot give bash a folder of its own at /tmp".into());
     }
-    let host = std::env::temp_dir();
+    // pi started in /tmp (or /): the project is the host's /tmp, which bash must see.
+    if Path::new(crate::policy::tmp_map::TMP).starts_with(cwd) {
+        return Err("pi runs in /tmp itself, which is the project".into());
+    }
+    let host = tmp_dir::host_tmp();
     tmp_dir::make(&host).map_err(|e| {
         format!(
             "no folder for the session's /tmp could be made in {}: {e}",
@@ -188,7 +192,7 @@ pub struct Session {
     /// Where every refusal is recorded (`violations`).
     log: ViolationLog,
     /// The session's own /tmp on the host (removed with it), or why none could be made.
-    tmp: Result<tempfile::TempDir, String>,
+    tmp: Result<tmp_dir::SessionTmp, String>,
     /// The secrets hidden from the model, and the stamp of pi's key files they were read at.
     redactor: std::cell::RefCell<Option<(Stamp, Arc<Redactor>)>>,
     /// The user's grants on disk (`approvals`), or why they cannot be read or written.
@@ -197,6 +201,8 @@ pub struct Session {
     granted: Snapshot,
     /// Directories the user allowed writes to for this session (memory only).
     session_writes: Vec<(String, Source)>,
+    /// Single files the user allowed writing for this session (the file tools only).
+    session_write_files: Vec<(String, Source)>,
     /// Paths the user allowed once, for the tool call being run (cleared by the next one).
     once: std::cell::RefCell<Vec<(Op, PathBuf)>>,
     /// The network proxy's decisions for filtered commands (rules replaced at each load).
@@ -247,7 +253,7 @@ fn stamp_of(files: &[PathBuf]) -> Stamp {
 
 impl Session {
     pub(crate) fn load(mut options: Options) -> Session {
-        let tmp = session_tmp();
+        let tmp = session_tmp(&options.env.cwd);
         options.env.tmp = tmp.as_ref().ok().map(|t| t.path().to_path_buf());
         let log = ViolationLog::in_agent_dir(&options.env.agent_dir);
         let store = Store::in_agent_dir(&options.env.agent_dir).map_err(|e| e.to_string());
@@ -271,6 +277,7 @@ impl Session {
             store,
             granted: Snapshot::empty(),
             session_writes: vec![],
+            session_write_files: vec![],
             once: Default::default(),
             log,
             options,
@@ -454,6 +461,7 @@ impl Session {
         };
         let mut config = config::load(&self.options.env, &trust_of)?;
         config.session_allow_write = self.session_writes.clone();
+        config.session_write_files = self.session_write_files.clone();
         let mut guard = Guard::new(&config, &self.options.env, approval)?;
         guard.set_env_read_grants(env_read_grants(granted));
         let repos = repos_around(&guard);

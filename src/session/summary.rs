@@ -3,6 +3,7 @@
 //! few refusals. Every rule and where it comes from is `/sandbox full` (`describe`).
 
 use std::fmt::Write as _;
+use std::path::Path;
 
 use super::Session;
 use crate::platform::detect;
@@ -43,10 +44,10 @@ impl Session {
                 _ => String::new(),
             }
         );
-        let env = &self.options.env;
+        let env = g.env();
         let mut writable: Vec<String> = g
             .allow_write_paths()
-            .filter(|p| Some(*p) != env.tmp.as_deref())
+            .filter(|p| Some(*p) != env.tmp.as_deref() && *p != Path::new("/tmp"))
             .map(|p| {
                 if p == env.cwd {
                     "the project".into()

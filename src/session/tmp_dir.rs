@@ -7,14 +7,50 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
+/// The session's folder, removed when dropped. Its lock says it is alive: held on the folder
+/// itself for the session's life, so a sweep from another process (another pid namespace, a
+/// container sharing /tmp, another host on a shared TMPDIR) cannot take it for an orphan.
+#[derive(Debug)]
+pub(crate) struct SessionTmp {
+    dir: tempfile::TempDir,
+    _lock: std::fs::File,
+}
+
+impl SessionTmp {
+    pub(crate) fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
 /// Makes the session's folder below `host_tmp`.
-pub(crate) fn make(host_tmp: &Path) -> io::Result<tempfile::TempDir> {
+pub(crate) fn make(host_tmp: &Path) -> io::Result<SessionTmp> {
     let parent = own_parent(host_tmp)?;
     remove_orphans(&parent);
-    tempfile::Builder::new()
+    let dir = tempfile::Builder::new()
         .prefix(&format!("{}-", std::process::id()))
         .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
-        .tempdir_in(&parent)
+        .tempdir_in(&parent)?;
+    let lock = std::fs::File::open(dir.path())?;
+    if !try_lock(&lock) {
+        return Err(io::Error::other("the new folder is locked by someone else"));
+    }
+    Ok(SessionTmp { dir, _lock: lock })
+}
+
+/// An exclusive lock on `file`, without waiting.
+fn try_lock(file: &std::fs::File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor we own.
+    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+}
+
+/// Where the session's folder goes: `TMPDIR` when it is an absolute path, else /tmp (an
+/// empty or relative one would put it in the project).
+pub(crate) fn host_tmp() -> PathBuf {
+    std::env::var_os("TMPDIR")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .unwrap_or_else(|| PathBuf::from("/tmp"))
 }
 
 /// `host_tmp/pi-sandbox-<uid>`, made if missing; refused unless it is a real directory of
@@ -41,31 +77,24 @@ fn own_parent(host_tmp: &Path) -> io::Result<PathBuf> {
     Ok(parent)
 }
 
-/// Removes the folders of sessions whose process no longer runs (`<pid>-<random>`).
+/// Removes the folders of sessions that ended without removing theirs (killed, crashed):
+/// those whose lock nobody holds.
 fn remove_orphans(parent: &Path) {
     let Ok(entries) = std::fs::read_dir(parent) else {
         return;
     };
     for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.split_once('-'))
-            .and_then(|(pid, _)| pid.parse::<libc::pid_t>().ok())
-        else {
+        if !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let Ok(dir) = std::fs::File::open(e.path()) else {
             continue;
         };
-        if pid > 0 && !process_runs(pid) {
+        if try_lock(&dir) {
             // remove_dir_all does not follow links; what it cannot remove stays.
             let _ = std::fs::remove_dir_all(e.path());
         }
     }
-}
-
-fn process_runs(pid: libc::pid_t) -> bool {
-    // SAFETY: signal 0 only asks whether the process exists.
-    let r = unsafe { libc::kill(pid, 0) };
-    r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 #[cfg(test)]
@@ -81,13 +110,17 @@ mod tests {
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&parent), 0o700);
         assert_eq!(mode(first.path()), 0o700);
-        // an orphan of a process that cannot exist, and a live session's folder
-        let orphan = parent.join("2147483646-abc");
+        // an orphan (no one holds its lock), and a live session's folder (its lock is held,
+        // whatever its name says about the pid)
+        let orphan = parent.join("1-abc");
         std::fs::create_dir_all(orphan.join("sub")).unwrap();
         std::fs::write(orphan.join("sub/f"), "x").unwrap();
+        let renamed = parent.join("2147483646-live");
+        std::fs::rename(first.path(), &renamed).unwrap();
         let second = make(host.path()).unwrap();
         assert!(!orphan.exists(), "the dead session's folder stays");
-        assert!(first.path().exists(), "a live session's folder went");
+        assert!(renamed.exists(), "a live session's folder went");
+        std::fs::rename(&renamed, first.path()).unwrap();
         drop(second);
         let gone = first.path().to_path_buf();
         drop(first);

@@ -60,6 +60,7 @@ impl Guard {
         let (deny_read, deny_read_paths) = deny_read_rules(config, &env, &mut canon)?;
         let (deny_write, deny_write_globs) = deny_write_rules(config, &env, &mut canon)?;
         let mut allow_write = allow_write_rules(config, &env, &mut canon)?;
+        let write_files = write_file_rules(config, &env, &mut canon)?;
 
         // A linked worktree's git dirs (outside the workspace) hold git's data for it: writable
         // like the workspace, in both layers. Decided once, at session start, and only through
@@ -77,8 +78,16 @@ impl Guard {
             .filter(|a| protected::is_git_dir_on_disk(a))
             .map(Path::to_path_buf)
             .collect();
+        // The project, allowWrite, and the home and agent dir (a CI image's HOME=/tmp/...)
+        // keep their host meaning below /tmp.
         let tmp_host_bound = crate::policy::tmp_map::host_bound_below_tmp(
-            std::iter::once(env.cwd.as_path()).chain(allow_write.iter().map(|r| r.path.as_path())),
+            [
+                env.cwd.as_path(),
+                env.home.as_path(),
+                env.agent_dir.as_path(),
+            ]
+            .into_iter()
+            .chain(allow_write.iter().map(|r| r.path.as_path())),
         );
         let writable: Vec<PathBuf> = std::iter::once(env.cwd.clone())
             .chain(allow_write.iter().map(|r| r.path.clone()))
@@ -104,6 +113,7 @@ impl Guard {
             git_paths: Default::default(),
             env_read_grants: Arc::from(Vec::new()),
             tmp_host_bound: tmp_host_bound.into(),
+            write_files: write_files.into(),
             env_templates_secret: config.env_templates_secret.value,
             enabled: config.enabled.clone(),
             mode: config.mode.clone(),
@@ -242,13 +252,30 @@ fn allow_write_rules(
     // The user's answers to write prompts, for this session only.
     for (raw, source) in &config.session_allow_write {
         allow_write.push(DirRule {
-            path: canon.resolve(raw, &env.home, &env.cwd)?,
+            path: in_session_tmp(canon.resolve(raw, &env.home, &env.cwd)?, env),
             raw: raw.clone(),
             source: source.to_string(),
         });
     }
 
     Ok(allow_write)
+}
+
+/// Single files the user allowed writing for this session: each matched by its exact name.
+fn write_file_rules(
+    config: &Config,
+    env: &Env,
+    canon: &mut paths::Canonicalizer,
+) -> Result<Vec<DirRule>, GuardError> {
+    let mut files = Vec::new();
+    for (raw, source) in &config.session_write_files {
+        files.push(DirRule {
+            path: canon.resolve(raw, &env.home, &env.cwd)?,
+            raw: raw.clone(),
+            source: source.to_string(),
+        });
+    }
+    Ok(files)
 }
 
 /// Anchors a path pattern: `~/` and `/` are absolute, `**/` matches anywhere, anything else

@@ -208,6 +208,8 @@ pub(crate) struct Guard {
     env_read_grants: Arc<[(PathBuf, String)]>,
     /// Writable roots below /tmp that bash gets at their host path (`tmp_map`).
     tmp_host_bound: Arc<[PathBuf]>,
+    /// Single files the user allowed writing for this session, matched exactly.
+    write_files: Arc<[DirRule]>,
     /// `filesystem.envTemplatesSecret`: templates (`.env.example`) are asked about and
     /// hidden like `.env`.
     env_templates_secret: bool,
@@ -304,6 +306,21 @@ impl Guard {
                 return (d, steps.0.unwrap_or_default());
             }
         };
+        if self.active() && self.in_other_sessions_tmp(&canonical) {
+            let d = Decision {
+                verdict: Verdict::Deny,
+                op,
+                path: canonical.clone(),
+                rule: "another pi session's /tmp".into(),
+                source: Source::Mandatory.to_string(),
+                reason: format!(
+                    "Blocked {} of {}: it is in another pi session's /tmp (each session has its own; this one's is /tmp).",
+                    op.as_str(),
+                    crate::shown::path(&canonical)
+                ),
+            };
+            return (d, steps.0.unwrap_or_default());
+        }
         let env_alias = self.reached_through_env_named_link(path, &canonical);
         let d = self.decide(op, &canonical, env_alias, &mut steps, known);
         let d = self.through_denied_dir(d, &through, &mut steps);
@@ -485,6 +502,28 @@ impl Guard {
         self.allow_write
             .iter()
             .find(|d| protected::is_under(path, &d.path))
+    }
+
+    /// The user's grant of `path` alone (never of what is below it).
+    fn write_file_grant(&self, path: &Path) -> Option<&DirRule> {
+        self.write_files.iter().find(|d| d.path == path)
+    }
+
+    /// Below the folder that holds every pi session's /tmp, outside this session's own:
+    /// another session's files (same user, same folder), hidden from both layers.
+    pub(crate) fn in_other_sessions_tmp(&self, path: &Path) -> bool {
+        let Some(tmp) = &self.env.tmp else {
+            return false;
+        };
+        let Some(all) = tmp.parent() else {
+            return false;
+        };
+        protected::is_under(path, all) && !protected::is_under(path, tmp)
+    }
+
+    /// The folder that holds every pi session's /tmp (this one's parent), when there is one.
+    pub(crate) fn sessions_tmp_parent(&self) -> Option<&Path> {
+        self.env.tmp.as_deref().and_then(Path::parent)
     }
 
     /// The entry of pi's control surface covering `canonical`, if any.

@@ -38,7 +38,9 @@ impl Guard {
         if let Some(d) = self.write_denied(path, &shown, steps, &mut is_git_dir, &make) {
             return d;
         }
-        let allow = self.allow_write_root(path);
+        let allow = self
+            .allow_write_root(path)
+            .or_else(|| self.write_file_grant(path));
         steps.push(|| Step {
             rule: "allowWrite".into(),
             source: allow
