@@ -39,22 +39,7 @@ impl Guard {
         env: &Env,
         approval: ApprovalMode,
     ) -> Result<Guard, GuardError> {
-        let cwd = paths::canonicalize(&env.cwd)?;
-        let home = paths::canonicalize(&env.home)?;
-        let env = Env {
-            cwd,
-            home,
-            agent_dir: paths::canonicalize(&env.agent_dir)?,
-            // As pi names them: what keeps them (`pi_session::protected_places`) follows
-            // their links itself.
-            session_dirs: env.session_dirs.clone(),
-            session_file: env.session_file.clone(),
-            pi_loads: env.pi_loads.clone(),
-            tmp: match &env.tmp {
-                Some(t) => Some(paths::canonicalize(t)?),
-                None => None,
-            },
-        };
+        let env = canonical_env(env)?;
         // Rules share directories: resolve each once.
         let mut canon = paths::Canonicalizer::default();
         let (deny_read, deny_read_paths) = deny_read_rules(config, &env, &mut canon)?;
@@ -78,17 +63,7 @@ impl Guard {
             .filter(|a| protected::is_git_dir_on_disk(a))
             .map(Path::to_path_buf)
             .collect();
-        // The project, allowWrite, and the home and agent dir (a CI image's HOME=/tmp/...)
-        // keep their host meaning below /tmp.
-        let tmp_host_bound = crate::policy::tmp_map::host_bound_below_tmp(
-            [
-                env.cwd.as_path(),
-                env.home.as_path(),
-                env.agent_dir.as_path(),
-            ]
-            .into_iter()
-            .chain(allow_write.iter().map(|r| r.path.as_path())),
-        );
+        let tmp_host_bound = tmp_host_bound(&env, &allow_write);
         let writable: Vec<PathBuf> = std::iter::once(env.cwd.clone())
             .chain(allow_write.iter().map(|r| r.path.clone()))
             .collect();
@@ -121,6 +96,37 @@ impl Guard {
             env,
         })
     }
+}
+
+/// `env` with its folders canonical (what pi names its transcripts by stays as pi names it:
+/// what keeps them, `pi_session::protected_places`, follows their links itself).
+fn canonical_env(env: &Env) -> Result<Env, GuardError> {
+    Ok(Env {
+        cwd: paths::canonicalize(&env.cwd)?,
+        home: paths::canonicalize(&env.home)?,
+        agent_dir: paths::canonicalize(&env.agent_dir)?,
+        session_dirs: env.session_dirs.clone(),
+        session_file: env.session_file.clone(),
+        pi_loads: env.pi_loads.clone(),
+        tmp: match &env.tmp {
+            Some(t) => Some(paths::canonicalize(t)?),
+            None => None,
+        },
+    })
+}
+
+/// The folders below /tmp that keep their host meaning there: the project, allowWrite, and
+/// the home and agent dir (a CI image's `HOME=/tmp/...`).
+fn tmp_host_bound(env: &Env, allow_write: &[DirRule]) -> Vec<PathBuf> {
+    crate::policy::tmp_map::host_bound_below_tmp(
+        [
+            env.cwd.as_path(),
+            env.home.as_path(),
+            env.agent_dir.as_path(),
+        ]
+        .into_iter()
+        .chain(allow_write.iter().map(|r| r.path.as_path())),
+    )
 }
 
 /// An allowWrite entry of `/tmp` itself means the session's own /tmp (`tmp_map`); entries below
