@@ -93,7 +93,7 @@ pub(crate) fn no_proxy(rules: &Rules) -> &'static str {
 fn is_local(host: &Host) -> bool {
     match host {
         Host::Name(n) => n == "localhost",
-        Host::Ip(ip) => !proxy::is_public(*ip),
+        Host::Ip(ip) => !super::addresses::is_public(*ip),
     }
 }
 

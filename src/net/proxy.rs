@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::addresses::{is_public, unwrapped};
 use super::domains::{parse_authority, Host};
 use super::relay::relay;
 
@@ -417,58 +418,6 @@ fn connect(host: &Host, port: u16, reach: &Reach, resolve: &Resolve) -> Result<T
         }
     }
     Err(last)
-}
-
-/// The IPv4 address inside an IPv4-mapped, IPv4-compatible or NAT64 (64:ff9b::/96) IPv6
-/// address; others as they are.
-pub(crate) fn unwrapped(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(a) => {
-            let s = a.segments();
-            if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
-                let o = a.octets();
-                return IpAddr::V4(std::net::Ipv4Addr::new(o[12], o[13], o[14], o[15]));
-            }
-            match a.to_ipv4() {
-                // `::` and `::1` are IPv6's own, not IPv4-compatible addresses.
-                Some(v4) if !(a.is_unspecified() || a.is_loopback()) => IpAddr::V4(v4),
-                _ => ip,
-            }
-        }
-        v4 => v4,
-    }
-}
-
-/// Whether `ip` is a public unicast address (not loopback, private, shared, link-local,
-/// multicast, reserved, documentation or benchmarking).
-pub(crate) fn is_public(ip: IpAddr) -> bool {
-    match unwrapped(ip) {
-        IpAddr::V4(a) => {
-            let o = a.octets();
-            !(o[0] == 0
-                || a.is_loopback()
-                || a.is_private()
-                || a.is_link_local()
-                || a.is_multicast()
-                || a.is_broadcast()
-                || a.is_documentation()
-                || o[0] >= 240
-                || (o[0] == 100 && (64..128).contains(&o[1]))
-                || (o[0] == 192 && o[1] == 0 && o[2] == 0)
-                || (o[0] == 198 && (18..20).contains(&o[1])))
-        }
-        IpAddr::V6(a) => {
-            let s = a.segments();
-            !(a.is_unspecified()
-                || a.is_loopback()
-                || a.is_multicast()
-                || (s[0] & 0xfe00) == 0xfc00
-                || (s[0] & 0xffc0) == 0xfe80
-                || (s[0] & 0xffc0) == 0xfec0
-                || s[0] == 0x2001 && s[1] == 0xdb8
-                || s[0] == 0x100 && s[1..4] == [0, 0, 0])
-        }
-    }
 }
 
 // ---- HTTP ------------------------------------------------------------------------------
