@@ -90,7 +90,7 @@ fn env_read_grants(granted: &Snapshot) -> Vec<(PathBuf, String)> {
 }
 
 /// The network gate's rules: the config's domain lists and the hosts the user allowed.
-fn net_rules(config: &Config, granted: &Snapshot) -> Result<gate::Rules, LoadError> {
+fn net_rules(config: &Config, granted: &Snapshot, env: &Env) -> Result<gate::Rules, LoadError> {
     let filter = crate::net::domains::DomainFilter::new(
         &config.allowed_domains.value,
         &config.denied_domains.value,
@@ -110,7 +110,25 @@ fn net_rules(config: &Config, granted: &Snapshot) -> Result<gate::Rules, LoadErr
             Some((h, granted_how(e)))
         })
         .collect();
-    Ok(gate::Rules { filter, granted })
+    // Where an entry takes effect: the file that holds the list in force. While that is the
+    // built-in list, the global file, where a list replaces it whole.
+    let allowed_in = match &config.allowed_domains.source {
+        Source::File(p) => format!("network.allowedDomains in {}", shown::path(p)),
+        _ => format!(
+            "network.allowedDomains in {} (a list there replaces the built-in one: keep its entries)",
+            shown::path(&env.global_config())
+        ),
+    };
+    let denied_in = match &config.denied_domains.source {
+        Source::File(p) => format!("network.deniedDomains in {}", shown::path(p)),
+        _ => "network.deniedDomains".to_string(),
+    };
+    Ok(gate::Rules {
+        filter,
+        granted,
+        allowed_in,
+        denied_in,
+    })
 }
 
 /// Where "for this project" and "for all projects" write a grant, and whether the project's
@@ -450,7 +468,7 @@ impl Session {
                     ))
                 },
             )?;
-        let net_rules = net_rules(&config, granted)?;
+        let net_rules = net_rules(&config, granted, &self.options.env)?;
         let grant_files = grant_files(&config, &self.options.env);
         Ok(Loaded {
             config,
