@@ -138,10 +138,10 @@ impl Rules {
             ),
             Refusal::Local(kind) => (
                 format!(
-                    "{host} resolves to {at}, {}, where a name may lead only if that address is allowed itself (the DNS-rebinding guard)",
+                    "{host} resolves to {at}, {}: a name leads there only if that address is allowed itself (DNS-rebinding guard)",
                     kind.describe()
                 ),
-                format!("to allow it, add \"{at}\" to {}", self.allowed_in),
+                format!("add \"{at}\" to {}", self.allowed_in),
             ),
             Refusal::Unspecified => (
                 format!("{host} resolves to {at}, which leads to this machine's loopback and is never connected to"),
@@ -595,6 +595,24 @@ impl CommandNet {
         }
     }
 
+    /// The questions of this command still open: host, port and the note that says so.
+    fn open_questions(&self) -> Vec<(String, u16, String)> {
+        let mut open: Vec<(String, u16, String)> = lock(&self.seen)
+            .slots
+            .iter()
+            .filter_map(|(host, slot)| match slot {
+                Slot::Asking(_, port) => Some((
+                    host.to_string(),
+                    *port,
+                    format!("Blocked: a connection to {host}:{port}: the command ended before the question about {host} was answered; run it again and answer the dialog."),
+                )),
+                Slot::Answered(_) => None,
+            })
+            .collect();
+        open.sort();
+        open
+    }
+
     /// After the command: stops its proxy (the listener and every connection still open),
     /// withdraws a question still being asked, and returns a sentence per host that was
     /// blocked, with how to allow it.
@@ -603,22 +621,23 @@ impl CommandNet {
         if let Some(server) = lock(&self.server).take() {
             server.stop();
         }
-        let mut seen = lock(&self.seen);
         // A question still open now is answered by no one: its connection is refused after
-        // this, when no note is read any more. Said here instead.
-        let mut open: Vec<(String, String)> = seen
-            .slots
-            .iter()
-            .filter_map(|(host, slot)| match slot {
-                Slot::Asking(_, port) => Some((
-                    host.to_string(),
-                    format!("Blocked: a connection to {host}:{port}: the command ended before the question about {host} was answered; run it again and answer the dialog."),
-                )),
-                Slot::Answered(_) => None,
-            })
-            .filter(|(h, _)| !seen.blocked.iter().any(|(b, _)| b == h))
+        // this, when no note is read any more. Said (and logged) here instead.
+        let open = self.open_questions();
+        for (host, port, _) in &open {
+            self.log(
+                host,
+                *port,
+                false,
+                "the command ended before the user answered",
+            );
+        }
+        let mut seen = lock(&self.seen);
+        let open: Vec<(String, String)> = open
+            .into_iter()
+            .filter(|(h, _, _)| !seen.blocked.iter().any(|(b, _)| b == h))
+            .map(|(h, _, note)| (h, note))
             .collect();
-        open.sort();
         let mut notes: Vec<String> = std::mem::take(&mut seen.blocked)
             .into_iter()
             .chain(open)

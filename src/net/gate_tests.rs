@@ -538,7 +538,7 @@ fn a_refused_address_is_a_note_and_a_refusal_in_the_log_not_an_allowed_connectio
     r.allowed_in = "network.allowedDomains in /home/u/.pi/agent/extensions/sandbox.json".into();
     let f = fixture(r);
     let net = CommandNet::new(f.gate.clone());
-    let expected = "Blocked: a connection to 127-0-0-1.ip.test:8080: 127-0-0-1.ip.test resolves to 127.0.0.1, this machine's loopback, where a name may lead only if that address is allowed itself (the DNS-rebinding guard); to allow it, add \"127.0.0.1\" to network.allowedDomains in /home/u/.pi/agent/extensions/sandbox.json.";
+    let expected = "Blocked: a connection to 127-0-0-1.ip.test:8080: 127-0-0-1.ip.test resolves to 127.0.0.1, this machine's loopback: a name leads there only if that address is allowed itself (DNS-rebinding guard); add \"127.0.0.1\" to network.allowedDomains in /home/u/.pi/agent/extensions/sandbox.json.";
     match net.decide(&host("127-0-0-1.ip.test"), 8080) {
         Decision::Deny(reason) => assert_eq!(reason, expected),
         d => panic!("{d:?}"),
