@@ -1,8 +1,9 @@
 // Registries behind any DNS, through a real pi and the mock model: the built-in allowlist
 // reaches this machine's npm and PyPI registries, whose names resolve to a non-public address
 // here (a mirror at 203.0.113.80); a registry of the test's own is reached by a name that
-// resolves to another address of this machine, while a name that resolves to the loopback or
-// a cloud metadata address (DNS rebinding) is refused with a note and a refusal in the log.
+// resolves to the loopback address the allowlist names, while names that resolve to the
+// loopback, this machine's own address or a cloud metadata address (DNS rebinding) are refused
+// with a note and a refusal in the log.
 //
 // The test's names are resolved by pi's own resolver, not by a switch in the sandbox: pi runs
 // in a user and mount namespace of the test's (`unshare`) with its own /etc/hosts bind-mounted
@@ -99,26 +100,32 @@ test("the built-in allowlist reaches this machine's npm and PyPI registries, whi
   assert.ok(!log.some(([, decision]) => decision !== "allowed"), JSON.stringify(log));
 });
 
-test("a registry reached by a name that leads to this machine's network address; a name that leads to the loopback or the metadata service is refused with a note and a refusal in the log", { skip: noUnshare || (!external && "needs a network address besides the loopback") }, async (t) => {
-  const registry = await server(t, external, {
+test("a registry reached by a name that leads to the address the allowlist names; names that lead to the loopback, this machine's own address or the metadata service are refused with a note and a refusal in the log", { skip: noUnshare }, async (t) => {
+  // A local registry (as verdaccio would be) on a loopback address of its own.
+  const registry = await server(t, "127.0.0.5", {
     "/left-pad": {
       name: "left-pad",
       "dist-tags": { latest: "9.9.9" },
-      versions: { "9.9.9": { name: "left-pad", version: "9.9.9", dist: { tarball: "http://registry.corp.test/left-pad/-/left-pad-9.9.9.tgz" } } },
+      versions: { "9.9.9": { name: "left-pad", version: "9.9.9", dist: { tarball: "http://npm.corp.test/left-pad/-/left-pad-9.9.9.tgz" } } },
     },
   });
-  // What a rebinding name would reach: a service on the host's loopback.
+  // What a rebinding name would reach: services on the host's loopback, and on its own
+  // network address (bound there as a service bound to every interface is).
   const local = await server(t, "127.0.0.1");
-  // The exact entry first for the rebinding name, the wildcard for the registry: neither
+  const self = external ? await server(t, external) : null;
+  // The exact entry first for the rebinding name, the wildcard for the others: neither
   // which entry matched nor how it was written changes where a name may lead.
-  const w = worldWith(t, "netnames", { allowedDomains: ["rebind.corp.test", "*.corp.test"] });
+  const w = worldWith(t, "netnames", { allowedDomains: ["rebind.corp.test", "*.corp.test", "127.0.0.5"] });
+  const names = { "npm.corp.test": "127.0.0.5", "rebind.corp.test": "127.0.0.1", "meta.corp.test": "169.254.169.254" };
+  if (external) names["self.corp.test"] = external;
   const r = await runPi({
     world: w,
-    wrap: withHosts(w, { "registry.corp.test": external, "rebind.corp.test": "127.0.0.1", "meta.corp.test": "169.254.169.254" }),
+    wrap: withHosts(w, names),
     script: [
-      [call("bash", { command: `npm view left-pad version --registry http://registry.corp.test:${registry.port}/` })],
+      [call("bash", { command: `npm view left-pad version --registry http://npm.corp.test:${registry.port}/` })],
       [call("bash", { command: `curl -sS -m 10 http://rebind.corp.test:${local.port}/secret; echo curl=$?` })],
       [call("bash", { command: "curl -sS -m 10 http://meta.corp.test/latest/meta-data/; echo curl=$?" })],
+      [call("bash", { command: `curl -sS -m 10 http://self.corp.test:${self?.port ?? 9}/secret; echo curl=$?` })],
     ],
   });
   assert.equal(r.code, 0, r.stderr);
@@ -138,13 +145,21 @@ test("a registry reached by a name that leads to this machine's network address;
   assert.match(res.call_1_0, /^pi-sandbox: Blocked: a connection to rebind\.corp\.test/m);
   assert.deepEqual(local.requests, [], "nothing reached the loopback's service");
   assert.match(res.call_2_0, /\[pi-sandbox\] Blocked: a connection to meta\.corp\.test:80: meta\.corp\.test resolves to 169\.254\.169\.254, a cloud metadata service: .* add "169\.254\.169\.254" to network\.allowedDomains in /);
+  if (self) {
+    assert.ok(
+      res.call_3_0.includes(`self.corp.test resolves to ${external}, an address of this machine itself: a name leads there only if that address is allowed itself`),
+      res.call_3_0,
+    );
+    assert.deepEqual(self.requests, [], "nothing reached the service on this machine's own address");
+  }
   const log = networkLog(w);
   assert.deepEqual(
     log.map(([target, decision]) => [target, decision]),
     [
-      [`registry.corp.test:${registry.port}`, "allowed"],
+      [`npm.corp.test:${registry.port}`, "allowed"],
       [`rebind.corp.test:${local.port}`, "denied"],
       ["meta.corp.test:80", "denied"],
+      ...(self ? [[`self.corp.test:${self.port}`, "denied"]] : []),
     ],
   );
   assert.match(log[0][2], /allowedDomains "\*\.corp\.test"/);

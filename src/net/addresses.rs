@@ -5,11 +5,11 @@
 //! anything a network reaches (public, private, shared, reserved, documentation,
 //! benchmarking): an allowed name leads there wherever its DNS points, since corporate
 //! mirrors and split-horizon DNS answer such addresses all the time. `Place::Local`, this
-//! machine and its link (loopback, link-local, cloud metadata services, multicast): what
-//! listens there trusts whoever reaches it, so a name leads there only when the address itself
-//! is allowed; otherwise an allowed name's DNS (the DNS-rebinding attack) would hand the
-//! command the user's local services. The unspecified addresses lead to the loopback and are
-//! never connected to.
+//! machine and its link (loopback, this machine's own addresses on its other interfaces,
+//! link-local, cloud metadata services, multicast): what listens there trusts whoever reaches
+//! it, so a name leads there only when the address itself is allowed; otherwise an allowed
+//! name's DNS (the DNS-rebinding attack) would hand the command the user's local services.
+//! The unspecified addresses lead to the loopback and are never connected to.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -55,6 +55,9 @@ pub(crate) enum Place {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Local {
     Loopback,
+    /// One of this machine's own addresses on another interface: the loopback by another
+    /// name for every service bound to all interfaces.
+    ThisMachine,
     /// Link-local: the machines on this link, by addresses no router forwards.
     Link,
     /// A cloud provider's metadata service: the machine's credentials, for the asking.
@@ -67,6 +70,7 @@ impl Local {
     pub(crate) fn describe(self) -> &'static str {
         match self {
             Local::Loopback => "this machine's loopback",
+            Local::ThisMachine => "an address of this machine itself",
             Local::Link => "a link-local address",
             Local::Metadata => "a cloud metadata service",
             Local::Multicast => "a multicast or broadcast address",
@@ -93,8 +97,54 @@ fn is_metadata_v6(a: Ipv6Addr) -> bool {
         || a == Ipv6Addr::new(0xfd00, 0xc1, 0, 0, 0, 0, 0xa9fe, 0xa9fe)
 }
 
-/// Where `ip` leads, an IPv4 address inside IPv6 judged as itself (`unwrapped`).
-pub(crate) fn place(ip: IpAddr) -> Place {
+/// Where `ip` leads, an IPv4 address inside IPv6 judged as itself (`unwrapped`); `own`: this
+/// machine's addresses (`own_addresses`).
+pub(crate) fn place_on(ip: IpAddr, own: &[IpAddr]) -> Place {
+    match place(ip) {
+        Place::Network if own.contains(&ip) || own.contains(&unwrapped(ip)) => {
+            Place::Local(Local::ThisMachine)
+        }
+        p => p,
+    }
+}
+
+/// This machine's addresses, as its interfaces hold them now.
+pub(crate) fn own_addresses() -> std::io::Result<Vec<IpAddr>> {
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `list`, freed below; each entry is read while the list lives.
+    if unsafe { libc::getifaddrs(&mut list) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let mut out = Vec::new();
+    let mut at = list;
+    while !at.is_null() {
+        // SAFETY: a non-null entry of the list getifaddrs returned.
+        let entry = unsafe { &*at };
+        at = entry.ifa_next;
+        if entry.ifa_addr.is_null() {
+            continue;
+        }
+        // SAFETY: ifa_addr points at a sockaddr of the family it names.
+        match i32::from(unsafe { (*entry.ifa_addr).sa_family }) {
+            libc::AF_INET => {
+                let a = unsafe { &*(entry.ifa_addr as *const libc::sockaddr_in) };
+                out.push(IpAddr::V4(Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr))));
+            }
+            libc::AF_INET6 => {
+                let a = unsafe { &*(entry.ifa_addr as *const libc::sockaddr_in6) };
+                out.push(IpAddr::V6(Ipv6Addr::from(a.sin6_addr.s6_addr)));
+            }
+            _ => {}
+        }
+    }
+    // SAFETY: the list getifaddrs returned, freed once.
+    unsafe { libc::freeifaddrs(list) };
+    Ok(out)
+}
+
+/// Where `ip` leads, an IPv4 address inside IPv6 judged as itself (`unwrapped`), this
+/// machine's own addresses aside (`place_on`).
+fn place(ip: IpAddr) -> Place {
     match unwrapped(ip) {
         IpAddr::V4(a) => {
             if a.octets()[0] == 0 {
@@ -271,6 +321,24 @@ mod tests {
         for own in ["::1", "::", "2001:db8::1", "fd00:ec2::254"] {
             let ip: IpAddr = own.parse().unwrap();
             assert_eq!(unwrapped(ip), ip, "{own}");
+        }
+    }
+
+    #[test]
+    fn this_machines_own_addresses_are_this_machine() {
+        let own = own_addresses().unwrap();
+        assert!(own.contains(&"127.0.0.1".parse().unwrap()), "{own:?}");
+        let lan: IpAddr = "192.0.2.2".parse().unwrap();
+        let mapped: IpAddr = "::ffff:192.0.2.2".parse().unwrap();
+        for ip in [lan, mapped] {
+            assert_eq!(place_on(ip, &[lan]), Place::Local(Local::ThisMachine));
+            assert_eq!(place_on(ip, &[]), Place::Network);
+        }
+        // The loopback stays the loopback, listed or not.
+        let lo: IpAddr = "127.0.0.1".parse().unwrap();
+        assert_eq!(place_on(lo, &own), Place::Local(Local::Loopback));
+        for ip in &own {
+            assert!(matches!(place_on(*ip, &own), Place::Local(_)), "{ip}");
         }
     }
 }

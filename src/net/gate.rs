@@ -18,7 +18,7 @@ use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
-use super::addresses::{place, unwrapped, Local, Place};
+use super::addresses::{own_addresses, place_on, unwrapped, Local, Place};
 use super::domains::{DomainFilter, Host, Verdict};
 use super::proxy::{self, Decision, Resolve, Server};
 use crate::violations::{Violation, ViolationLog};
@@ -96,13 +96,14 @@ impl Rules {
     }
 
     /// Why `host`, allowed, may not be connected to at `ip`, one of its addresses (None: it
-    /// may). Whatever rule allowed the host, an exact entry, a wildcard or the user's answer:
-    /// the answer depends on the address alone (see `addresses`). An address deniedDomains
+    /// may), `own` being this machine's addresses. Whatever rule allowed the host, an exact
+    /// entry, a wildcard or the user's answer: the answer depends on the address alone (see
+    /// `addresses`). An address deniedDomains
     /// lists is refused to every host; the unspecified addresses to all; `localhost` reaches
     /// only the loopback; an IP address asked for is reached as judged; a name reaches a
     /// network anywhere, and this machine or its link only where the rules allow that address
     /// itself, so a name's DNS cannot hand it what the user did not allow.
-    pub(crate) fn refusal(&self, host: &Host, ip: IpAddr) -> Option<Refusal> {
+    pub(crate) fn refusal(&self, host: &Host, ip: IpAddr, own: &[IpAddr]) -> Option<Refusal> {
         let judge_ip = |ip: IpAddr| {
             let inner = unwrapped(ip);
             match (self.judge(&Host::Ip(inner)), self.judge(&Host::Ip(ip))) {
@@ -115,7 +116,7 @@ impl Rules {
         if let Judgement::Denied(rule) = address {
             return Some(Refusal::Denied(rule));
         }
-        match (place(ip), host) {
+        match (place_on(ip, own), host) {
             (Place::Unspecified, _) => Some(Refusal::Unspecified),
             (Place::Local(Local::Loopback), Host::Name(n)) if n == "localhost" => None,
             (_, Host::Name(n)) if n == "localhost" => Some(Refusal::NotLoopback),
@@ -306,11 +307,21 @@ impl Gate {
             Ok(a) => a,
             Err(e) => return Route::Unresolved(format!("cannot resolve {host}: {e}")),
         };
+        // Asked each time: interfaces come and go (a VPN, a container bridge).
+        let own = match own_addresses() {
+            Ok(own) => own,
+            Err(e) => {
+                return Route::Refused {
+                    why: format!("this machine's own addresses could not be listed ({e})"),
+                    fix: "run it again".into(),
+                }
+            }
+        };
         let rules = self.rules.read().unwrap_or_else(|e| e.into_inner());
         let mut refused = None;
         let mut reachable = Vec::new();
         for addr in addrs {
-            match rules.refusal(host, addr.ip()) {
+            match rules.refusal(host, addr.ip(), &own) {
                 None => reachable.push(addr),
                 Some(r) => {
                     refused.get_or_insert((addr.ip(), r));

@@ -461,13 +461,21 @@ fn an_exact_entry_a_wildcard_and_the_users_answer_give_the_same_answer_at_every_
     for r in &both_orders {
         assert!(matches!(r.judge(&name), Judgement::Allowed(_)));
         for a in NETWORK {
-            assert_eq!(r.refusal(&name, ip(a)), None, "{a}");
+            assert_eq!(r.refusal(&name, ip(a), &[]), None, "{a}");
         }
         for (a, kind) in LOCAL {
-            assert_eq!(r.refusal(&name, ip(a)), Some(Refusal::Local(kind)), "{a}");
+            assert_eq!(
+                r.refusal(&name, ip(a), &[]),
+                Some(Refusal::Local(kind)),
+                "{a}"
+            );
         }
         for a in ["0.0.0.0", "::", "::ffff:0.0.0.0", "0.1.2.3"] {
-            assert_eq!(r.refusal(&name, ip(a)), Some(Refusal::Unspecified), "{a}");
+            assert_eq!(
+                r.refusal(&name, ip(a), &[]),
+                Some(Refusal::Unspecified),
+                "{a}"
+            );
         }
     }
 }
@@ -477,18 +485,18 @@ fn a_local_address_is_reached_when_it_is_named_itself() {
     // Asked for by its address (allowed by an entry or the user's answer): as judged.
     let r = rules(&["*.corp.test", "169.254.169.254", "localhost"], &[]);
     for a in ["127.0.0.1", "169.254.169.254", "fe80::1"] {
-        assert_eq!(r.refusal(&Host::Ip(ip(a)), ip(a)), None, "{a}");
+        assert_eq!(r.refusal(&Host::Ip(ip(a)), ip(a), &[]), None, "{a}");
     }
     assert_eq!(
-        r.refusal(&Host::Ip(ip("0.0.0.0")), ip("0.0.0.0")),
+        r.refusal(&Host::Ip(ip("0.0.0.0")), ip("0.0.0.0"), &[]),
         Some(Refusal::Unspecified)
     );
     // `localhost` reaches the loopback only.
     let localhost = host("localhost");
-    assert_eq!(r.refusal(&localhost, ip("127.0.0.1")), None);
-    assert_eq!(r.refusal(&localhost, ip("::1")), None);
+    assert_eq!(r.refusal(&localhost, ip("127.0.0.1"), &[]), None);
+    assert_eq!(r.refusal(&localhost, ip("::1"), &[]), None);
     assert_eq!(
-        r.refusal(&localhost, ip("10.0.0.1")),
+        r.refusal(&localhost, ip("10.0.0.1"), &[]),
         Some(Refusal::NotLoopback)
     );
     // A name reaches a local address the rules allow itself, and no other: the loopback is
@@ -496,16 +504,29 @@ fn a_local_address_is_reached_when_it_is_named_itself() {
     // address is listed, fd00:ec2::254 is not.
     let name = host("a.corp.test");
     for a in ["127.0.0.1", "::1", "::ffff:127.0.0.1", "169.254.169.254"] {
-        assert_eq!(r.refusal(&name, ip(a)), None, "{a}");
+        assert_eq!(r.refusal(&name, ip(a), &[]), None, "{a}");
     }
     assert_eq!(
-        r.refusal(&name, ip("127.0.0.2")),
+        r.refusal(&name, ip("127.0.0.2"), &[]),
         Some(Refusal::Local(Local::Loopback))
     );
     assert_eq!(
-        r.refusal(&name, ip("fd00:ec2::254")),
+        r.refusal(&name, ip("fd00:ec2::254"), &[]),
         Some(Refusal::Local(Local::Metadata))
     );
+    // This machine's own address on another interface: the loopback by another name for
+    // services bound to every interface, unless that address is allowed itself.
+    let own = [ip("127.0.0.1"), ip("10.0.0.9")];
+    for a in ["10.0.0.9", "::ffff:10.0.0.9"] {
+        assert_eq!(
+            r.refusal(&name, ip(a), &own),
+            Some(Refusal::Local(Local::ThisMachine)),
+            "{a}"
+        );
+    }
+    assert_eq!(r.refusal(&name, ip("10.0.0.10"), &own), None);
+    let listed = rules(&["*.corp.test", "10.0.0.9"], &[]);
+    assert_eq!(listed.refusal(&name, ip("10.0.0.9"), &own), None);
 }
 
 #[test]
@@ -517,7 +538,7 @@ fn an_address_denied_domains_lists_is_refused_to_every_host_in_every_form() {
     let name = host("a.corp.test");
     for a in ["10.0.0.8", "::ffff:10.0.0.8", "64:ff9b::a00:8"] {
         assert!(
-            matches!(r.refusal(&name, ip(a)), Some(Refusal::Denied(rule)) if rule.contains("\"10.0.0.8\"")),
+            matches!(r.refusal(&name, ip(a), &[]), Some(Refusal::Denied(rule)) if rule.contains("\"10.0.0.8\"")),
             "{a}"
         );
     }
@@ -525,11 +546,11 @@ fn an_address_denied_domains_lists_is_refused_to_every_host_in_every_form() {
     // whatever allowedDomains says.
     for a in ["127.0.0.1", "::1"] {
         assert!(
-            matches!(r.refusal(&name, ip(a)), Some(Refusal::Denied(_))),
+            matches!(r.refusal(&name, ip(a), &[]), Some(Refusal::Denied(_))),
             "{a}"
         );
     }
-    assert_eq!(r.refusal(&name, ip("10.0.0.7")), None);
+    assert_eq!(r.refusal(&name, ip("10.0.0.7"), &[]), None);
 }
 
 #[test]
