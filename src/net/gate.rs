@@ -175,12 +175,17 @@ pub(crate) fn no_proxy(rules: &Rules) -> &'static str {
     }
 }
 
-/// Whether `host` is on this machine or its local network: the loopback, or an IP that is
-/// not public. A prompt about one says so.
+/// Whether `host` is on this machine or its local network: the loopback, an IP that is not
+/// public, or one of this machine's own (a cloud machine's public address). A prompt about
+/// one says so.
 fn is_local(host: &Host) -> bool {
     match host {
         Host::Name(n) => n == "localhost",
-        Host::Ip(ip) => !super::addresses::is_public(*ip),
+        Host::Ip(ip) => {
+            !super::addresses::is_public(*ip)
+                || own_addresses()
+                    .map_or(true, |own| matches!(place_on(*ip, &own), Place::Local(_)))
+        }
     }
 }
 
