@@ -312,15 +312,19 @@ impl Gate {
             Ok(a) => a,
             Err(e) => return Route::Unresolved(format!("cannot resolve {host}: {e}")),
         };
-        // Asked each time: interfaces come and go (a VPN, a container bridge).
-        let own = match own_addresses() {
-            Ok(own) => own,
-            Err(e) => {
-                return Route::Refused {
-                    why: format!("this machine's own addresses could not be listed ({e})"),
-                    fix: "run it again".into(),
+        // Asked each time (interfaces come and go: a VPN, a container bridge), and only for a
+        // name: an address asked for, or `localhost`, gets the same answer without them.
+        let own = match host {
+            Host::Name(n) if n != "localhost" => match own_addresses() {
+                Ok(own) => own,
+                Err(e) => {
+                    return Route::Refused {
+                        why: format!("this machine's own addresses could not be listed ({e})"),
+                        fix: "run it again".into(),
+                    }
                 }
-            }
+            },
+            _ => vec![],
         };
         let rules = self.rules.read().unwrap_or_else(|e| e.into_inner());
         let mut refused = None;
