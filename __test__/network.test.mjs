@@ -234,6 +234,23 @@ test("grantDomain writes the host into the chosen config file and the running pr
   assert.equal(s.projectTrust?.trusted ?? true, true);
 });
 
+test("a refusal names the file that holds the allowedDomains in force: the global file over the built-in list, then the project's", async (t) => {
+  const { w, load, run } = world(t, {});
+  const s = load();
+  const global = path.join(w.agentDir, "extensions", "sandbox.json");
+  let r = await run("curl -sS -m 5 https://unlisted.example/", "filtered", s);
+  assert.ok(
+    r.findings.includes(`Blocked: a connection to unlisted.example:443: unlisted.example is not in network.allowedDomains, and there is no UI to ask the user. To allow it, add "unlisted.example" to network.allowedDomains in ${global} (a list there replaces the built-in one: keep its entries).`),
+    r.findings.join("\n"),
+  );
+  // The project's file holds a list of its own now: an entry in the global one would change
+  // nothing here.
+  s.grantDomain("granted.example", "project");
+  r = await run("curl -sS -m 5 https://unlisted.example/", "filtered", s);
+  const project = path.join(w.project, ".pi", "sandbox.json");
+  assert.ok(r.findings.some((f) => f.endsWith(`add "unlisted.example" to network.allowedDomains in ${project}.`)), r.findings.join("\n"));
+});
+
 test("many connections at once all go through", async (t) => {
   const port = await server(t, "host");
   const { run } = world(t, { allowedDomains: ["localhost"] });

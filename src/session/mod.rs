@@ -110,15 +110,7 @@ fn net_rules(config: &Config, granted: &Snapshot, env: &Env) -> Result<gate::Rul
             Some((h, granted_how(e)))
         })
         .collect();
-    // Where an entry takes effect: the file that holds the list in force. While that is the
-    // built-in list, the global file, where a list replaces it whole.
-    let allowed_in = match &config.allowed_domains.source {
-        Source::File(p) => format!("network.allowedDomains in {}", shown::path(p)),
-        _ => format!(
-            "network.allowedDomains in {} (a list there replaces the built-in one: keep its entries)",
-            shown::path(&env.global_config())
-        ),
-    };
+    let allowed_in = allowed_domains_in(config, env);
     let denied_in = match &config.denied_domains.source {
         Source::File(p) => format!("network.deniedDomains in {}", shown::path(p)),
         _ => "network.deniedDomains".to_string(),
@@ -138,6 +130,20 @@ fn grant_files(config: &Config, env: &Env) -> prompts::GrantFiles {
         project: env.project_config(),
         global: env.global_config(),
         project_applies: config.project.as_ref().is_none_or(|p| p.applies()),
+        allowed_in: allowed_domains_in(config, env),
+    }
+}
+
+/// Where an entry added to network.allowedDomains takes effect, worded for a note: the file
+/// that holds the list in force (a project's list replaces the global one, which replaces the
+/// built-in one). While that is the built-in list, the global file, where a list replaces it.
+fn allowed_domains_in(config: &Config, env: &Env) -> String {
+    match &config.allowed_domains.source {
+        Source::File(p) => format!("network.allowedDomains in {}", shown::path(p)),
+        _ => format!(
+            "network.allowedDomains in {} (a list there replaces the built-in one: keep its entries)",
+            shown::path(&env.global_config())
+        ),
     }
 }
 
