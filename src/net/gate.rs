@@ -98,11 +98,11 @@ impl Rules {
     /// Why `host`, allowed, may not be connected to at `ip`, one of its addresses (None: it
     /// may), `own` being this machine's addresses. Whatever rule allowed the host, an exact
     /// entry, a wildcard or the user's answer: the answer depends on the address alone (see
-    /// `addresses`). An address deniedDomains
-    /// lists is refused to every host; the unspecified addresses to all; `localhost` reaches
-    /// only the loopback; an IP address asked for is reached as judged; a name reaches a
-    /// network anywhere, and this machine or its link only where the rules allow that address
-    /// itself, so a name's DNS cannot hand it what the user did not allow.
+    /// `addresses`). An address deniedDomains lists is refused to every host; the unspecified
+    /// addresses to all; `localhost` reaches only the loopback; an IP address asked for is
+    /// reached as judged; a name reaches a network anywhere, and this machine or its link only
+    /// where the rules allow that address itself, so a name's DNS cannot hand it what the user
+    /// did not allow.
     pub(crate) fn refusal(&self, host: &Host, ip: IpAddr, own: &[IpAddr]) -> Option<Refusal> {
         let judge_ip = |ip: IpAddr| {
             let inner = unwrapped(ip);
@@ -146,7 +146,7 @@ impl Rules {
             ),
             Refusal::Unspecified => (
                 format!("{host} resolves to {at}, which leads to this machine's loopback and is never connected to"),
-                format!("to reach the loopback, connect to 127.0.0.1 with it in {}", self.allowed_in),
+                format!("to reach the loopback, connect to 127.0.0.1, listed in {}", self.allowed_in),
             ),
             Refusal::NotLoopback => (
                 format!("localhost resolves to {at}, not a loopback address"),
