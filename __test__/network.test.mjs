@@ -234,6 +234,23 @@ test("grantDomain writes the host into the chosen config file and the running pr
   assert.equal(s.projectTrust?.trusted ?? true, true);
 });
 
+test("a refusal names the file that holds the allowedDomains in force: the global file over the built-in list, then the project's", async (t) => {
+  const { w, load, run } = world(t, {});
+  const s = load();
+  const global = path.join(w.agentDir, "extensions", "sandbox.json");
+  let r = await run("curl -sS -m 5 https://unlisted.example/", "filtered", s);
+  assert.ok(
+    r.findings.includes(`Blocked: a connection to unlisted.example:443: unlisted.example is not in network.allowedDomains, and there is no UI to ask the user. To allow it, add "unlisted.example" to network.allowedDomains in ${global} (a list there replaces the built-in one: keep its entries).`),
+    r.findings.join("\n"),
+  );
+  // The project's file holds a list of its own now: an entry in the global one would change
+  // nothing here.
+  s.grantDomain("granted.example", "project");
+  r = await run("curl -sS -m 5 https://unlisted.example/", "filtered", s);
+  const project = path.join(w.project, ".pi", "sandbox.json");
+  assert.ok(r.findings.some((f) => f.endsWith(`add "unlisted.example" to network.allowedDomains in ${project}.`)), r.findings.join("\n"));
+});
+
 test("many connections at once all go through", async (t) => {
   const port = await server(t, "host");
   const { run } = world(t, { allowedDomains: ["localhost"] });
@@ -294,17 +311,18 @@ test("a question still open when its command ends is withdrawn; a late answer st
 });
 
 test("an allowed wildcard name cannot be pointed at this machine; literal private addresses ask as this machine", async (t) => {
-  const { load, runAsync } = world(t, { allowedDomains: ["*.localhost", "localhost"] });
+  const { load, runAsync } = world(t, { allowedDomains: ["*.localhost"] });
   const s = load();
   const titles = [];
   s.onNetworkPrompt((q) => {
     titles.push(q.prompt.title);
     s.answerNetworkPrompt(q.id, "abort");
   });
-  // `x.localhost` resolves to the loopback on this system (RFC 6761): a wildcard allows
-  // public addresses only.
-  const r = await runAsync(s, "curl -sS -m 5 http://x.localhost:9/; echo; curl -sS -m 5 http://10.1.2.3:9/", "filtered");
-  assert.match(r.stdout, /resolves to (127\.0\.0\.1|::1), not a public address|cannot resolve x\.localhost/, r.out);
+  // `x.localhost` resolves to the loopback on this system (RFC 6761): a name leads there
+  // only when the loopback itself is allowed.
+  // --noproxy '': NO_PROXY's `localhost` covers its subdomains for curl.
+  const r = await runAsync(s, "curl -sS -m 5 --noproxy '' http://x.localhost:9/; echo; curl -sS -m 5 http://10.1.2.3:9/", "filtered");
+  assert.match(r.stdout, /resolves to (127\.0\.0\.1|\[::1\]), this machine's loopback: a name leads there only if that address is allowed itself|cannot resolve x\.localhost/, r.out);
   assert.equal(titles.length, 1, "asked about 10.1.2.3 only");
   assert.match(titles[0], /connect to 10\.1\.2\.3 \(port 9\)\?\n\nIt is THIS machine or its local network/);
 });

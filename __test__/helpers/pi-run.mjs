@@ -64,13 +64,14 @@ export function makeWorld(name = "pi") {
  * @param {string} [o.apiKey]  the mock provider's apiKey in models.json
  * @param {string|null} [o.extension]  loaded with `-e`; null: only what pi's settings install
  * @param {object} [o.settings]  more keys of pi's settings.json
+ * @param {string[]} [o.wrap]  a command pi runs under (its argv, pi's own appended)
  */
-export async function runPi({ script, world, args = [], env = {}, cwd = world.project, apiKey = "x", extension = ownExtension, settings = {} }) {
+export async function runPi({ script, world, args = [], env = {}, cwd = world.project, apiKey = "x", extension = ownExtension, settings = {}, wrap = [] }) {
   const { model, childEnv } = await prepare(world, script, env, apiKey, settings);
   // Extra args go first: pi 0.73 lets an unknown flag take the next bare word as its value,
   // so `--no-sandbox go` would swallow the prompt.
-  const argv = [...args, "-p", ...commonArgs(extension), "go"];
-  const child = spawn(piBin, argv, { cwd, env: childEnv, stdio: ["ignore", "pipe", "pipe"] });
+  const [bin, ...argv] = [...wrap, piBin, ...args, "-p", ...commonArgs(extension), "go"];
+  const child = spawn(bin, argv, { cwd, env: childEnv, stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (d) => (stdout += d));
@@ -105,7 +106,8 @@ function exitOf(child) {
 
 /**
  * pi in RPC mode (ctx.hasUI is true): sends the prompt, answers each dialog with
- * `answer(request)` (an extension_ui_response body without type/id), waits for agent_end.
+ * `answer(request)` (an extension_ui_response body without type/id; null leaves the dialog
+ * open), waits for agent_end.
  * `onMessage(msg, send, pid)` sees every message; `send(obj)` writes a command to pi.
  */
 export async function runPiRpc({
@@ -145,7 +147,8 @@ export async function runPiRpc({
       if (msg.type === "extension_ui_request") uiEvents.push(msg);
       if (msg.type === "extension_ui_request" && ["confirm", "select", "input", "editor"].includes(msg.method)) {
         dialogs.push(msg);
-        child.stdin.write(`${JSON.stringify({ type: "extension_ui_response", id: msg.id, ...answer(msg) })}\n`);
+        const reply = answer(msg);
+        if (reply) child.stdin.write(`${JSON.stringify({ type: "extension_ui_response", id: msg.id, ...reply })}\n`);
       }
       if (until(msg)) child.stdin.end();
     }

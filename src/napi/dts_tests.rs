@@ -151,6 +151,7 @@ fn prompt_types_offer_the_choices_the_prompts_do() {
         project: "/p/.pi/sandbox.json".into(),
         global: "/g.json".into(),
         project_applies: true,
+        allowed_in: String::new(),
     };
     let f = &files;
     let layer = ProjectLayer {

@@ -245,17 +245,6 @@ impl DomainFilter {
         })
     }
 
-    /// deniedDomains' IP entries (no name may lead to them either).
-    pub(crate) fn denied_ips(&self) -> Vec<IpAddr> {
-        self.denied
-            .iter()
-            .filter_map(|p| match p.host {
-                Host::Ip(ip) => Some(ip),
-                Host::Name(_) => None,
-            })
-            .collect()
-    }
-
     /// Deny wins; then allow; else unlisted (an empty allow list allows nothing).
     pub(crate) fn decide(&self, host: &Host) -> Verdict {
         if let Some(p) = self.denied.iter().find(|p| p.matches(host)) {

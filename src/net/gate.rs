@@ -1,8 +1,11 @@
 //! The session's network gate: what the proxy does with each connection a filtered command
 //! asks for. deniedDomains refuses (never asked about), allowedDomains and the user's network
 //! grants allow, any other host is asked about once per command when there is a UI and
-//! refused when there is none. Decisions go to the violation log (each distinct host, port and
-//! decision once per command, at most `MAX_LOGGED` per command).
+//! refused when there is none. An allowed host is then resolved and reached only at addresses
+//! its kind of host may lead to (`Rules::refusal`): a name anywhere a network reaches, but at
+//! this machine's loopback, its link and cloud metadata services only when that address is
+//! allowed itself. Decisions go to the violation log (each distinct host, port and decision
+//! once per command, at most `MAX_LOGGED` per command).
 //!
 //! `Gate` lives as long as the session (its rules are replaced when the config is reloaded);
 //! each filtered command gets a `CommandNet` that serves its proxy listener, remembers the
@@ -11,12 +14,13 @@
 //! how to allow them.
 
 use std::collections::{HashMap, HashSet};
-use std::net::{IpAddr, TcpListener};
+use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
+use super::addresses::{own_addresses, place_on, unwrapped, Local, Place};
 use super::domains::{DomainFilter, Host, Verdict};
-use super::proxy::{self, Decision, Reach, Resolve, Server};
+use super::proxy::{self, Decision, Resolve, Server};
 use crate::violations::{Violation, ViolationLog};
 
 /// Hosts one command may ask the user about; the rest are refused without asking.
@@ -27,25 +31,52 @@ const MAX_NOTES: usize = 10;
 const MAX_LOGGED: usize = 1000;
 
 /// What the gate knows from the config and the approvals store.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(crate) struct Rules {
     pub(crate) filter: DomainFilter,
     /// Hosts the user allowed from a prompt, each with how (for the log).
     pub(crate) granted: Vec<(Host, String)>,
+    /// Where an entry added to allowedDomains takes effect, worded for a note
+    /// (`network.allowedDomains in <the file that holds the list>`).
+    pub(crate) allowed_in: String,
+    /// Where the deniedDomains entries are, worded the same way.
+    pub(crate) denied_in: String,
+}
+
+impl Default for Rules {
+    fn default() -> Rules {
+        Rules {
+            filter: DomainFilter::default(),
+            granted: vec![],
+            allowed_in: "network.allowedDomains".into(),
+            denied_in: "network.deniedDomains".into(),
+        }
+    }
 }
 
 /// The rules' answer for a host, before anyone is asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Judgement {
-    /// The rule that allows it; `exact`: an allowedDomains entry names this very host (not
-    /// a wildcard, not a prompt's answer), so it may lead to non-public addresses.
-    Allowed {
-        rule: String,
-        exact: bool,
-    },
+    /// The rule that allows it (an allowedDomains entry, or how the user allowed it).
+    Allowed(String),
     /// The rule that refuses it.
     Denied(String),
     Unlisted,
+}
+
+/// Why an allowed host may not be connected to at one of its addresses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// The address is denied by this rule (deniedDomains lists it, or `localhost` when it is
+    /// the loopback).
+    Denied(String),
+    /// A name leads to this machine or its link, and the address itself is not allowed: the
+    /// DNS-rebinding guard.
+    Local(Local),
+    /// `0.0.0.0`, `::`: the loopback by another name.
+    Unspecified,
+    /// `localhost` resolves somewhere else than the loopback.
+    NotLoopback,
 }
 
 impl Rules {
@@ -54,17 +85,73 @@ impl Rules {
     pub(crate) fn judge(&self, host: &Host) -> Judgement {
         match self.filter.decide(host) {
             Verdict::Denied(entry) => Judgement::Denied(format!("network.deniedDomains {entry:?}")),
-            Verdict::Allowed(entry) => Judgement::Allowed {
-                exact: !entry.starts_with("*."),
-                rule: format!("network.allowedDomains {entry:?}"),
-            },
+            Verdict::Allowed(entry) => {
+                Judgement::Allowed(format!("network.allowedDomains {entry:?}"))
+            }
             Verdict::Unlisted => match self.granted.iter().find(|(h, _)| h == host) {
-                Some((_, how)) => Judgement::Allowed {
-                    rule: how.clone(),
-                    exact: false,
-                },
+                Some((_, how)) => Judgement::Allowed(how.clone()),
                 None => Judgement::Unlisted,
             },
+        }
+    }
+
+    /// Why `host`, allowed, may not be connected to at `ip`, one of its addresses (None: it
+    /// may), `own` being this machine's addresses. Whatever rule allowed the host, an exact
+    /// entry, a wildcard or the user's answer: the answer depends on the address alone (see
+    /// `addresses`). An address deniedDomains lists is refused to every host; the unspecified
+    /// addresses to all; `localhost` reaches only the loopback; an IP address asked for is
+    /// reached as judged; a name reaches a network anywhere, and this machine or its link only
+    /// where the rules allow that address itself, so a name's DNS cannot hand it what the user
+    /// did not allow.
+    pub(crate) fn refusal(&self, host: &Host, ip: IpAddr, own: &[IpAddr]) -> Option<Refusal> {
+        let judge_ip = |ip: IpAddr| {
+            let inner = unwrapped(ip);
+            match (self.judge(&Host::Ip(inner)), self.judge(&Host::Ip(ip))) {
+                (Judgement::Denied(r), _) | (_, Judgement::Denied(r)) => Judgement::Denied(r),
+                (Judgement::Allowed(r), _) | (_, Judgement::Allowed(r)) => Judgement::Allowed(r),
+                _ => Judgement::Unlisted,
+            }
+        };
+        let address = judge_ip(ip);
+        if let Judgement::Denied(rule) = address {
+            return Some(Refusal::Denied(rule));
+        }
+        match (place_on(ip, own), host) {
+            (Place::Unspecified, _) => Some(Refusal::Unspecified),
+            (Place::Local(Local::Loopback), Host::Name(n)) if n == "localhost" => None,
+            (_, Host::Name(n)) if n == "localhost" => Some(Refusal::NotLoopback),
+            (Place::Network, _) | (_, Host::Ip(_)) => None,
+            (Place::Local(kind), Host::Name(_)) => match address {
+                Judgement::Allowed(_) => None,
+                _ => Some(Refusal::Local(kind)),
+            },
+        }
+    }
+
+    /// The sentence after "Blocked: a connection to host:port: " for a refusal at `ip`:
+    /// why, and the one thing that changes it.
+    fn refused(&self, host: &Host, ip: IpAddr, refusal: &Refusal) -> (String, String) {
+        let at = Host::Ip(ip);
+        match refusal {
+            Refusal::Denied(rule) => (
+                format!("{host} resolves to {at}, which {rule} denies"),
+                format!("only removing that entry from {} allows it", self.denied_in),
+            ),
+            Refusal::Local(kind) => (
+                format!(
+                    "{host} resolves to {at}, {}: a name leads there only if that address is allowed itself (DNS-rebinding guard)",
+                    kind.describe()
+                ),
+                format!("add \"{at}\" to {}", self.allowed_in),
+            ),
+            Refusal::Unspecified => (
+                format!("{host} resolves to {at}, which leads to this machine's loopback and is never connected to"),
+                format!("to reach the loopback, connect to 127.0.0.1, listed in {}", self.allowed_in),
+            ),
+            Refusal::NotLoopback => (
+                format!("localhost resolves to {at}, not a loopback address"),
+                "connect to 127.0.0.1 instead".to_string(),
+            ),
         }
     }
 
@@ -73,7 +160,7 @@ impl Rules {
     pub(crate) fn allows_host_loopback(&self) -> bool {
         matches!(
             self.judge(&Host::Name("localhost".into())),
-            Judgement::Allowed { .. }
+            Judgement::Allowed(_)
         )
     }
 }
@@ -88,12 +175,17 @@ pub(crate) fn no_proxy(rules: &Rules) -> &'static str {
     }
 }
 
-/// Whether `host` is on this machine or its local network: the loopback, or an IP that is
-/// not public. A prompt about one says so.
+/// Whether `host` is on this machine or its local network: the loopback, an IP that is not
+/// public, or one of this machine's own (a cloud machine's public address). A prompt about
+/// one says so.
 fn is_local(host: &Host) -> bool {
     match host {
         Host::Name(n) => n == "localhost",
-        Host::Ip(ip) => !proxy::is_public(*ip),
+        Host::Ip(ip) => {
+            !super::addresses::is_public(*ip)
+                || own_addresses()
+                    .map_or(true, |own| matches!(place_on(*ip, &own), Place::Local(_)))
+        }
     }
 }
 
@@ -128,8 +220,6 @@ pub(crate) type Asker = Arc<dyn Fn(&Question) -> Reply + Send + Sync>;
 
 pub(crate) struct Gate {
     rules: RwLock<Rules>,
-    /// deniedDomains' IP entries: no name may lead there either.
-    denied_ips: RwLock<Arc<Vec<IpAddr>>>,
     asker: RwLock<Option<Asker>>,
     /// One question at a time: dialogs do not pile up.
     asking: Mutex<()>,
@@ -148,7 +238,6 @@ impl Gate {
     pub(crate) fn new(log: ViolationLog, resolve: Resolve) -> Gate {
         Gate {
             rules: RwLock::new(Rules::default()),
-            denied_ips: RwLock::default(),
             asker: RwLock::new(None),
             asking: Mutex::new(()),
             log,
@@ -164,8 +253,6 @@ impl Gate {
         for host in session_hosts.iter() {
             rules.granted.push((host.clone(), SESSION_GRANT.into()));
         }
-        *self.denied_ips.write().unwrap_or_else(|e| e.into_inner()) =
-            Arc::new(rules.filter.denied_ips());
         *self.rules.write().unwrap_or_else(|e| e.into_inner()) = rules;
     }
 
@@ -205,6 +292,61 @@ impl Gate {
     }
 }
 
+/// Where an allowed host may be reached.
+enum Route {
+    /// At these of its addresses, in the resolver's order.
+    To(Vec<SocketAddr>),
+    /// It does not resolve: why.
+    Unresolved(String),
+    /// At none: why (the first address's refusal) and what would allow it.
+    Refused { why: String, fix: String },
+}
+
+impl Gate {
+    /// Resolves an allowed host and keeps the addresses the rules let it reach
+    /// (`Rules::refusal`). A name that also resolves to addresses it may not reach is
+    /// connected at the others.
+    fn route(&self, host: &Host, port: u16) -> Route {
+        let addrs = match (self.resolve)(host, port) {
+            Ok(a) if a.is_empty() => return Route::Unresolved(format!("{host} has no address")),
+            Ok(a) => a,
+            Err(e) => return Route::Unresolved(format!("cannot resolve {host}: {e}")),
+        };
+        // Asked each time (interfaces come and go: a VPN, a container bridge), and only for a
+        // name: an address asked for, or `localhost`, gets the same answer without them.
+        let own = match host {
+            Host::Name(n) if n != "localhost" => match own_addresses() {
+                Ok(own) => own,
+                Err(e) => {
+                    return Route::Refused {
+                        why: format!("this machine's own addresses could not be listed ({e})"),
+                        fix: "run it again".into(),
+                    }
+                }
+            },
+            _ => vec![],
+        };
+        let rules = self.rules.read().unwrap_or_else(|e| e.into_inner());
+        let mut refused = None;
+        let mut reachable = Vec::new();
+        for addr in addrs {
+            match rules.refusal(host, addr.ip(), &own) {
+                None => reachable.push(addr),
+                Some(r) => {
+                    refused.get_or_insert((addr.ip(), r));
+                }
+            }
+        }
+        match refused {
+            Some((ip, r)) if reachable.is_empty() => {
+                let (why, fix) = rules.refused(host, ip, &r);
+                Route::Refused { why, fix }
+            }
+            _ => Route::To(reachable),
+        }
+    }
+}
+
 /// The rule a host allowed "for this session" is logged under.
 const SESSION_GRANT: &str = "allowed by the user for this session (in memory only)";
 
@@ -216,8 +358,8 @@ type Waiter = Arc<(Mutex<Option<Answer>>, Condvar)>;
 /// A host's state in one command.
 enum Slot {
     Answered(Answer),
-    /// Being asked: wait for the answer here.
-    Asking(Waiter),
+    /// Being asked (about this port): wait for the answer here.
+    Asking(Waiter, u16),
 }
 
 /// What a command's connections have met so far.
@@ -289,7 +431,7 @@ impl CommandNet {
         }
         let me = self.clone();
         let decide: proxy::Decide = Arc::new(move |host: &Host, port: u16| me.decide(host, port));
-        match proxy::serve(listener, decide, self.gate.resolve.clone()) {
+        match proxy::serve(listener, decide) {
             Ok(s) => {
                 *server = Some(s);
                 Ok(())
@@ -317,32 +459,38 @@ impl CommandNet {
 
     /// The decision about one connection to `host:port`; logged.
     pub(crate) fn decide(&self, host: &Host, port: u16) -> Decision {
-        let (outcome, rule) = match self.gate.judge(host) {
-            Judgement::Allowed { rule, exact } => (Ok(exact), rule),
-            Judgement::Denied(rule) => (
-                Err(format!(
-                    "Blocked: a connection to {host}:{port}: {host} is denied by {rule}; only removing that entry from the config allows it"
-                )),
-                rule,
-            ),
+        let judged = match self.gate.judge(host) {
+            Judgement::Allowed(rule) => Ok(rule),
+            Judgement::Denied(rule) => {
+                let denied_in = self.gate.rules().denied_in;
+                Err((
+                    format!(
+                        "Blocked: a connection to {host}:{port}: {host} is denied by {rule}; only removing that entry from {denied_in} allows it"
+                    ),
+                    rule,
+                ))
+            }
             Judgement::Unlisted => match self.answer_for(host, port) {
-                Ok(()) => (Ok(false), "allowed by the user".to_string()),
-                Err(e) => (Err(e), "not in network.allowedDomains".to_string()),
+                Ok(()) => Ok("allowed by the user".to_string()),
+                Err(e) => Err((e, "not in network.allowedDomains".to_string())),
             },
         };
+        let outcome = judged.and_then(|rule| match self.gate.route(host, port) {
+            Route::To(addrs) => Ok((rule, Decision::Connect(addrs))),
+            Route::Unresolved(why) => Ok((rule, Decision::Unreachable(why))),
+            Route::Refused { why, fix } => Err((
+                format!("Blocked: a connection to {host}:{port}: {why}; {fix}."),
+                why,
+            )),
+        });
         let shown = host.to_string();
-        self.log(&shown, port, outcome.is_ok(), &rule);
         match outcome {
-            Ok(exact) => Decision::Allow(Reach {
-                private: exact,
-                denied: self
-                    .gate
-                    .denied_ips
-                    .read()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .clone(),
-            }),
-            Err(reason) => {
+            Ok((rule, decision)) => {
+                self.log(&shown, port, true, &rule);
+                decision
+            }
+            Err((reason, rule)) => {
+                self.log(&shown, port, false, &rule);
                 let mut seen = lock(&self.seen);
                 if !seen.blocked.iter().any(|(h, _)| *h == shown) {
                     if seen.blocked.len() < MAX_NOTES {
@@ -381,7 +529,7 @@ impl CommandNet {
             let mut seen = lock(&self.seen);
             match seen.slots.get(host) {
                 Some(Slot::Answered(a)) => return a.clone(),
-                Some(Slot::Asking(w)) => Err(w.clone()),
+                Some(Slot::Asking(w, _)) => Err(w.clone()),
                 None if seen.questions >= MAX_QUESTIONS => {
                     let a: Answer = Err(format!(
                         "Blocked: a connection to {host}:{port}: {host} is not in network.allowedDomains, and this command already asked about {MAX_QUESTIONS} hosts; list the hosts it needs in network.allowedDomains"
@@ -392,7 +540,8 @@ impl CommandNet {
                 None => {
                     seen.questions += 1;
                     let w: Waiter = Arc::default();
-                    seen.slots.insert(host.clone(), Slot::Asking(w.clone()));
+                    seen.slots
+                        .insert(host.clone(), Slot::Asking(w.clone(), port));
                     Ok(w)
                 }
             }
@@ -425,12 +574,12 @@ impl CommandNet {
     fn ask(&self, host: &Host, port: u16) -> Answer {
         let _one_at_a_time = lock(&self.gate.asking);
         // Allowed while the question waited its turn (another command's "for this session").
-        if let Judgement::Allowed { .. } = self.gate.judge(host) {
+        if let Judgement::Allowed(_) = self.gate.judge(host) {
             return Ok(());
         }
         if self.finished.load(Ordering::SeqCst) {
             return Err(format!(
-                "Blocked: a connection to {host}:{port}: the command was over before anyone could be asked"
+                "Blocked: a connection to {host}:{port}: the command ended before the question about {host} was asked; run it again and answer the dialog."
             ));
         }
         let asker = self
@@ -455,7 +604,7 @@ impl CommandNet {
         };
         match reply {
             Reply::Unanswered(_) if self.finished.load(Ordering::SeqCst) => Err(format!(
-                "Blocked: a connection to {host}:{port}: the command was over before the user answered"
+                "Blocked: a connection to {host}:{port}: the command ended before the question about {host} was answered; run it again and answer the dialog."
             )),
             Reply::Unanswered(reason) | Reply::Declined(reason) => Err(reason),
             Reply::Saved => Ok(()),
@@ -466,6 +615,24 @@ impl CommandNet {
         }
     }
 
+    /// The questions of this command still open: host, port and the note that says so.
+    fn open_questions(&self) -> Vec<(String, u16, String)> {
+        let mut open: Vec<(String, u16, String)> = lock(&self.seen)
+            .slots
+            .iter()
+            .filter_map(|(host, slot)| match slot {
+                Slot::Asking(_, port) => Some((
+                    host.to_string(),
+                    *port,
+                    format!("Blocked: a connection to {host}:{port}: the command ended before the question about {host} was answered; run it again and answer the dialog."),
+                )),
+                Slot::Answered(_) => None,
+            })
+            .collect();
+        open.sort();
+        open
+    }
+
     /// After the command: stops its proxy (the listener and every connection still open),
     /// withdraws a question still being asked, and returns a sentence per host that was
     /// blocked, with how to allow it.
@@ -474,9 +641,26 @@ impl CommandNet {
         if let Some(server) = lock(&self.server).take() {
             server.stop();
         }
+        // A question still open now is answered by no one: its connection is refused after
+        // this, when no note is read any more. Said (and logged) here instead.
+        let open = self.open_questions();
+        for (host, port, _) in &open {
+            self.log(
+                host,
+                *port,
+                false,
+                "the command ended before the user answered",
+            );
+        }
         let mut seen = lock(&self.seen);
+        let open: Vec<(String, String)> = open
+            .into_iter()
+            .filter(|(h, _, _)| !seen.blocked.iter().any(|(b, _)| b == h))
+            .map(|(h, _, note)| (h, note))
+            .collect();
         let mut notes: Vec<String> = std::mem::take(&mut seen.blocked)
             .into_iter()
+            .chain(open)
             .map(|(_, reason)| reason)
             .collect();
         if seen.more_blocked > 0 {

@@ -2,12 +2,10 @@
 //! requests in absolute form) and SOCKS5 (CONNECT) on one listening TCP socket, told apart by
 //! the first byte. On Linux that socket listens inside the command's own network namespace
 //! (`pi-sandbox-init` opens it there and hands it over); on macOS on the host's loopback.
-//! Each connection's host is canonicalised (`domains::parse_host`), judged by `decide`, and,
-//! when allowed, connected to from the host side: the proxy resolves names itself, so the
-//! sandbox needs no DNS, and it connects to the canonical host it judged, never to text a
-//! second parser could read differently. A name that resolves to a loopback address is
-//! refused unless the host asked for is the loopback itself (`localhost`, 127.0.0.1, ::1):
-//! an allowed domain cannot be pointed at the user's local services by its DNS.
+//! Each connection's host is canonicalised (`domains::parse_host`) and handed to `decide`,
+//! which judges it, resolves it (the sandbox needs no DNS) and says at which addresses it may
+//! be reached (the gate: where a name may lead is its rule, not the proxy's); the proxy
+//! connects there from the host side, never to text a second parser could read differently.
 //!
 //! One thread per connection (from a pool of idle ones): blocking reads for the request head, then both directions on
 //! that thread with `splice` through a pipe per direction, waiting in `poll` (Linux: the
@@ -17,7 +15,7 @@
 
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,27 +25,20 @@ use std::time::Duration;
 use super::domains::{parse_authority, Host};
 use super::relay::relay;
 
-/// Which addresses an allowed host may be connected at.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub(crate) struct Reach {
-    /// Also loopback, private, link-local and other non-public addresses: the user named
-    /// this host exactly. Otherwise (a wildcard, a prompt's answer) only public ones: the
-    /// name's DNS is not the user's to trust, and could point it at their own services.
-    pub(crate) private: bool,
-    /// Addresses deniedDomains lists: never connected to, whatever name leads there.
-    pub(crate) denied: Arc<Vec<IpAddr>>,
-}
-
 /// What `decide` says about one connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Decision {
-    Allow(Reach),
+    /// Allowed: connect at these addresses, tried in order (resolved and checked by `decide`).
+    Connect(Vec<SocketAddr>),
     /// Refused; the reason goes back to the client (and so to the model).
     Deny(String),
+    /// Allowed, but there is nowhere to connect (the name does not resolve); why.
+    Unreachable(String),
 }
 
-/// Judges a canonical host and port (filter, prompt, log: the caller's). May block (a
-/// prompt): it runs on the connection's own thread.
+/// Judges a canonical host and port and says where it may be reached (filter, prompt,
+/// resolution, log: the caller's). May block (a prompt, DNS): it runs on the connection's
+/// own thread.
 pub(crate) type Decide = Arc<dyn Fn(&Host, u16) -> Decision + Send + Sync>;
 /// Resolves a canonical host to addresses (the system resolver; tests inject one).
 pub(crate) type Resolve = Arc<dyn Fn(&Host, u16) -> io::Result<Vec<SocketAddr>> + Send + Sync>;
@@ -156,13 +147,13 @@ impl Server {
 }
 
 /// Serves `listener` on a thread of its own until `Server::stop`.
-pub(crate) fn serve(listener: TcpListener, decide: Decide, resolve: Resolve) -> io::Result<Server> {
+pub(crate) fn serve(listener: TcpListener, decide: Decide) -> io::Result<Server> {
     let (wake, woken) = UnixStream::pair()?;
     let open = Arc::new(Open::new());
     let served = open.clone();
     let thread = std::thread::Builder::new()
         .name("pi-sandbox-proxy".into())
-        .spawn(move || accept_loop(listener, woken, served, decide, resolve))?;
+        .spawn(move || accept_loop(listener, woken, served, decide))?;
     Ok(Server {
         wake,
         open,
@@ -170,13 +161,7 @@ pub(crate) fn serve(listener: TcpListener, decide: Decide, resolve: Resolve) -> 
     })
 }
 
-fn accept_loop(
-    listener: TcpListener,
-    woken: UnixStream,
-    open: Arc<Open>,
-    decide: Decide,
-    resolve: Resolve,
-) {
+fn accept_loop(listener: TcpListener, woken: UnixStream, open: Arc<Open>, decide: Decide) {
     if listener.set_nonblocking(true).is_err() {
         return;
     }
@@ -224,12 +209,12 @@ fn accept_loop(
         let Some(id) = open.add(&client) else {
             continue;
         };
-        let (decide, resolve, served) = (decide.clone(), resolve.clone(), open.clone());
+        let (decide, served) = (decide.clone(), open.clone());
         let ran = WORKERS.run(Box::new(move || {
             // Unregistered however the handler ends, a panic included: the registry's copies
             // would otherwise keep the client's connection open.
             let _unregister = Unregister(id, served.clone());
-            let _ = handle(client, &decide, &resolve, id, &served);
+            let _ = handle(client, &decide, id, &served);
         }));
         if !ran {
             open.remove(id);
@@ -325,7 +310,6 @@ impl Workers {
 /// What one connection's handler needs besides the client.
 struct Conn<'a> {
     decide: &'a Decide,
-    resolve: &'a Resolve,
     id: u64,
     open: &'a Open,
     /// The whole request head must have arrived by then (not each read: a byte every few
@@ -355,16 +339,9 @@ impl Conn<'_> {
     }
 }
 
-fn handle(
-    client: TcpStream,
-    decide: &Decide,
-    resolve: &Resolve,
-    id: u64,
-    open: &Open,
-) -> io::Result<()> {
+fn handle(client: TcpStream, decide: &Decide, id: u64, open: &Open) -> io::Result<()> {
     let conn = Conn {
         decide,
-        resolve,
         id,
         open,
         deadline: std::time::Instant::now() + HEAD_TIMEOUT,
@@ -379,36 +356,11 @@ fn handle(
     }
 }
 
-/// Connects to what was judged, at an address `reach` allows: an IP the host named is
-/// connected to as judged; `localhost` only at loopback addresses; a name elsewhere at public
-/// addresses unless the user named it exactly; never at an address deniedDomains lists, or
-/// at 0.0.0.0 / :: (which reach the loopback).
-fn connect(host: &Host, port: u16, reach: &Reach, resolve: &Resolve) -> Result<TcpStream, String> {
-    let addrs = resolve(host, port).map_err(|e| format!("cannot resolve {host}: {e}"))?;
-    let mut last = format!("{host} has no address");
+/// Connects to the first of `addrs` that answers.
+fn connect(addrs: &[SocketAddr]) -> Result<TcpStream, String> {
+    let mut last = "no address to connect to".to_string();
     for addr in addrs {
-        let ip = unwrapped(addr.ip());
-        let refused = if ip.is_unspecified() {
-            Some("an unspecified address, which leads to the loopback")
-        } else if reach.denied.contains(&ip) {
-            Some("an address network.deniedDomains lists")
-        } else {
-            match host {
-                Host::Ip(_) => None,
-                Host::Name(n) if n == "localhost" => {
-                    (!ip.is_loopback()).then_some("not a loopback address")
-                }
-                Host::Name(_) if reach.private || is_public(ip) => None,
-                Host::Name(_) => Some(
-                    "not a public address (loopback, private, link-local, ...); only a host listed exactly in network.allowedDomains may lead there",
-                ),
-            }
-        };
-        if let Some(why) = refused {
-            last = format!("{host} resolves to {ip}, {why}");
-            continue;
-        }
-        match TcpStream::connect_timeout(&SocketAddr::new(ip, addr.port()), CONNECT_TIMEOUT) {
+        match TcpStream::connect_timeout(addr, CONNECT_TIMEOUT) {
             Ok(s) => {
                 let _ = s.set_nodelay(true);
                 return Ok(s);
@@ -419,67 +371,33 @@ fn connect(host: &Host, port: u16, reach: &Reach, resolve: &Resolve) -> Result<T
     Err(last)
 }
 
-/// The IPv4 address inside an IPv4-mapped, IPv4-compatible or NAT64 (64:ff9b::/96) IPv6
-/// address; others as they are.
-pub(crate) fn unwrapped(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(a) => {
-            let s = a.segments();
-            if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
-                let o = a.octets();
-                return IpAddr::V4(std::net::Ipv4Addr::new(o[12], o[13], o[14], o[15]));
-            }
-            match a.to_ipv4() {
-                // `::` and `::1` are IPv6's own, not IPv4-compatible addresses.
-                Some(v4) if !(a.is_unspecified() || a.is_loopback()) => IpAddr::V4(v4),
-                _ => ip,
-            }
-        }
-        v4 => v4,
-    }
-}
-
-/// Whether `ip` is a public unicast address (not loopback, private, shared, link-local,
-/// multicast, reserved, documentation or benchmarking).
-pub(crate) fn is_public(ip: IpAddr) -> bool {
-    match unwrapped(ip) {
-        IpAddr::V4(a) => {
-            let o = a.octets();
-            !(o[0] == 0
-                || a.is_loopback()
-                || a.is_private()
-                || a.is_link_local()
-                || a.is_multicast()
-                || a.is_broadcast()
-                || a.is_documentation()
-                || o[0] >= 240
-                || (o[0] == 100 && (64..128).contains(&o[1]))
-                || (o[0] == 192 && o[1] == 0 && o[2] == 0)
-                || (o[0] == 198 && (18..20).contains(&o[1])))
-        }
-        IpAddr::V6(a) => {
-            let s = a.segments();
-            !(a.is_unspecified()
-                || a.is_loopback()
-                || a.is_multicast()
-                || (s[0] & 0xfe00) == 0xfc00
-                || (s[0] & 0xffc0) == 0xfe80
-                || (s[0] & 0xffc0) == 0xfec0
-                || s[0] == 0x2001 && s[1] == 0xdb8
-                || s[0] == 0x100 && s[1..4] == [0, 0, 0])
-        }
-    }
-}
-
 // ---- HTTP ------------------------------------------------------------------------------
 
+/// The error response: the reason in the body, in `X-Pi-Sandbox-Reason`, and, for a refusal,
+/// in the status line's text too, which is what clients print for a failed CONNECT (Python's
+/// "Tunnel connection failed: 403 ...", so pip's error says why).
 fn http_error(mut client: &TcpStream, status: &str, reason: &str) -> io::Result<()> {
     let body = format!("pi-sandbox: {reason}\n");
+    // Header text is one line of visible ASCII: a host's or a path's other bytes become '?'.
+    let line: String = reason
+        .chars()
+        .map(|c| {
+            if c.is_ascii_graphic() || c == ' ' {
+                c
+            } else {
+                '?'
+            }
+        })
+        .collect();
+    let status = if status.starts_with("403") {
+        format!("{status} (pi-sandbox: {line})")
+    } else {
+        status.to_string()
+    };
     write!(
         client,
-        "HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\nX-Pi-Sandbox-Reason: {}\r\n\r\n{body}",
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\nX-Pi-Sandbox-Reason: {line}\r\n\r\n{body}",
         body.len(),
-        reason.replace(['\r', '\n'], " ")
     )
 }
 
@@ -526,13 +444,16 @@ fn open_upstream(
         Ok((_, None)) => return http_error(client, "400 Bad Request", no_port).map(|_| None),
         Err(e) => return http_error(client, "400 Bad Request", &e.to_string()).map(|_| None),
     };
-    let reach = match (conn.decide)(&host, port) {
-        Decision::Allow(reach) => reach,
+    let addrs = match (conn.decide)(&host, port) {
+        Decision::Connect(addrs) => addrs,
         Decision::Deny(reason) => {
             return http_error(client, "403 Forbidden", &reason).map(|_| None)
         }
+        Decision::Unreachable(why) => {
+            return http_error(client, "502 Bad Gateway", &why).map(|_| None)
+        }
     };
-    match connect(&host, port, &reach, conn.resolve) {
+    match connect(&addrs) {
         Ok(s) => Ok(conn.registered(s)),
         Err(e) => http_error(client, "502 Bad Gateway", &e).map(|_| None),
     }
@@ -716,11 +637,12 @@ fn socks5(mut reader: BufReader<TcpStream>, client: TcpStream, conn: &Conn) -> i
         Ok(h) if port != 0 => h,
         _ => return socks_reply(&client, SOCKS_ADDRESS_UNSUPPORTED),
     };
-    let reach = match (conn.decide)(&host, port) {
-        Decision::Allow(reach) => reach,
+    let addrs = match (conn.decide)(&host, port) {
+        Decision::Connect(addrs) => addrs,
         Decision::Deny(_) => return socks_reply(&client, SOCKS_REFUSED_BY_RULES),
+        Decision::Unreachable(_) => return socks_reply(&client, SOCKS_HOST_UNREACHABLE),
     };
-    let upstream = match connect(&host, port, &reach, conn.resolve).map(|s| conn.registered(s)) {
+    let upstream = match connect(&addrs).map(|s| conn.registered(s)) {
         Ok(Some(s)) => s,
         Ok(None) => return Ok(()),
         Err(_) => return socks_reply(&client, SOCKS_HOST_UNREACHABLE),

@@ -1,5 +1,8 @@
 use super::*;
-use crate::net::domains::{DomainFilter, Verdict};
+use crate::net::domains::DomainFilter;
+use crate::net::gate::{CommandNet, Gate, Rules};
+use crate::violations::ViolationLog;
+use std::net::IpAddr;
 
 /// An upstream on 127.0.0.1 that answers each connection with what it received first
 /// (up to a blank line or 4 KiB), prefixed with "got:".
@@ -28,6 +31,7 @@ struct Proxy {
     addr: SocketAddr,
     asked: Arc<Mutex<Vec<String>>>,
     server: Option<Server>,
+    _log: tempfile::TempDir,
 }
 
 impl Drop for Proxy {
@@ -38,32 +42,31 @@ impl Drop for Proxy {
     }
 }
 
-/// A proxy deciding by `allowed`/`denied`; unlisted hosts are refused ("not listed").
+/// A proxy deciding as the session's gate does, by `allowed`/`denied` (no one to ask:
+/// unlisted hosts are refused), resolving with `resolve`.
 fn proxy(allowed: &[&str], denied: &[&str], resolve: Resolve) -> Proxy {
     let v = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    let filter = DomainFilter::new(&v(allowed), &v(denied)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let gate = Arc::new(Gate::new(ViolationLog::in_agent_dir(dir.path()), resolve));
+    gate.set_rules(Rules {
+        filter: DomainFilter::new(&v(allowed), &v(denied)).unwrap(),
+        ..Rules::default()
+    });
+    let net = CommandNet::new(gate);
     let asked = Arc::new(Mutex::new(Vec::new()));
     let log = asked.clone();
     let decide: Decide = Arc::new(move |host: &Host, port: u16| {
         log.lock().unwrap().push(format!("{host}:{port}"));
-        match filter.decide(host) {
-            Verdict::Allowed(entry) => Decision::Allow(Reach {
-                private: !entry.starts_with("*."),
-                denied: Arc::new(filter.denied_ips()),
-            }),
-            Verdict::Denied(e) => {
-                Decision::Deny(format!("{host} is denied by deniedDomains entry {e:?}"))
-            }
-            Verdict::Unlisted => Decision::Deny(format!("{host} is not in allowedDomains")),
-        }
+        net.decide(host, port)
     });
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
-    let server = serve(listener, decide, resolve).unwrap();
+    let server = serve(listener, decide).unwrap();
     Proxy {
         addr,
         asked,
         server: Some(server),
+        _log: dir,
     }
 }
 
@@ -95,12 +98,12 @@ fn connect_to_an_allowed_host_relays_and_a_denied_one_gets_the_reason() {
     let out = exchange(&p, b"CONNECT example.com:443 HTTP/1.1\r\n\r\n");
     assert!(out.starts_with("HTTP/1.1 403"), "{out}");
     assert!(
-        out.contains("example.com is not in allowedDomains"),
+        out.contains("example.com is not in network.allowedDomains"),
         "{out}"
     );
     let denied = proxy(&["*.example.com"], &["evil.example.com"], system_resolver());
     let out = exchange(&denied, b"CONNECT EVIL.example.com.:443 HTTP/1.1\r\n\r\n");
-    assert!(out.contains("denied by deniedDomains"), "{out}");
+    assert!(out.contains("denied by network.deniedDomains"), "{out}");
 }
 
 #[test]
@@ -164,89 +167,80 @@ fn socks5_connects_allowed_hosts_only() {
 #[test]
 fn a_name_cannot_be_pointed_at_local_addresses_by_its_dns() {
     let (port, seen) = upstream();
-    // Names whose DNS (the attacker's) answers local and non-public addresses.
+    // Names whose DNS (the attacker's) answers this machine's addresses.
     let resolve: Resolve = Arc::new(|host: &Host, port: u16| {
         let ip: IpAddr = match host.to_string().as_str() {
             "a.rebind.test" | "rebind.test" => "127.0.0.1".parse().unwrap(),
             "zero.rebind.test" => "::ffff:0.0.0.0".parse().unwrap(),
             "mapped.rebind.test" => "::ffff:127.0.0.1".parse().unwrap(),
             "nat64.rebind.test" => "64:ff9b::7f00:1".parse().unwrap(),
+            "sixtofour.rebind.test" => "2002:7f00:1::1".parse().unwrap(),
             "meta.rebind.test" => "169.254.169.254".parse().unwrap(),
-            "lan.rebind.test" => "10.1.2.3".parse().unwrap(),
-            "ula.rebind.test" => "fd00::1".parse().unwrap(),
+            "meta6.rebind.test" => "fd00:ec2::254".parse().unwrap(),
             _ => return system_resolver()(host, port),
         };
         Ok(vec![SocketAddr::new(ip, port)])
     });
-    // A wildcard (or a prompt's answer) allows public addresses only.
-    let p = proxy(&["*.rebind.test", "localhost"], &[], resolve.clone());
-    for name in ["a", "zero", "mapped", "nat64", "meta", "lan", "ula"] {
-        let out = exchange(
-            &p,
-            format!("CONNECT {name}.rebind.test:{port} HTTP/1.1\r\n\r\nx").as_bytes(),
-        );
-        assert!(out.starts_with("HTTP/1.1 502"), "{name}: {out}");
-        assert!(
-            out.contains("not a public address") || out.contains("unspecified"),
-            "{name}: {out}"
-        );
+    // Exact entry or wildcard: the same answer, a refusal with the reason in the status
+    // line a client prints, the header and the body.
+    for allowed in [
+        &["*.rebind.test"][..],
+        &[
+            "a.rebind.test",
+            "zero.rebind.test",
+            "mapped.rebind.test",
+            "nat64.rebind.test",
+            "sixtofour.rebind.test",
+            "meta.rebind.test",
+            "meta6.rebind.test",
+        ],
+    ] {
+        let p = proxy(allowed, &[], resolve.clone());
+        for name in ["a", "zero", "mapped", "nat64", "sixtofour", "meta", "meta6"] {
+            let out = exchange(
+                &p,
+                format!("CONNECT {name}.rebind.test:{port} HTTP/1.1\r\n\r\nx").as_bytes(),
+            );
+            assert!(
+                out.starts_with(&format!("HTTP/1.1 403 Forbidden (pi-sandbox: Blocked: a connection to {name}.rebind.test:{port}: {name}.rebind.test resolves to ")),
+                "{allowed:?} {name}: {out}"
+            );
+            assert!(out.contains("\r\nX-Pi-Sandbox-Reason: Blocked: "), "{out}");
+            assert!(out.contains("\r\n\r\npi-sandbox: Blocked: "), "{out}");
+        }
     }
     assert!(
         seen.lock().unwrap().is_empty(),
         "nothing reached the local service"
     );
-    // Named as the loopback, it may.
-    let out = exchange(
-        &p,
-        format!("CONNECT localhost:{port} HTTP/1.1\r\n\r\nx").as_bytes(),
-    );
-    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
-    // A name the user listed exactly may lead to a local address (an intranet host, a
-    // name in /etc/hosts), but never to an address deniedDomains lists.
-    let named = proxy(&["rebind.test"], &["127.0.0.1"], resolve.clone());
-    let out = exchange(
-        &named,
-        format!("CONNECT rebind.test:{port} HTTP/1.1\r\n\r\nx").as_bytes(),
-    );
-    assert!(out.contains("deniedDomains lists"), "{out}");
-    let named = proxy(&["rebind.test"], &[], resolve);
-    let out = exchange(
-        &named,
-        format!("CONNECT rebind.test:{port} HTTP/1.1\r\n\r\nx").as_bytes(),
-    );
-    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
-}
-
-#[test]
-fn public_addresses_are_told_from_the_rest() {
-    for ip in ["1.1.1.1", "8.8.8.8", "2606:4700::1111", "::ffff:1.1.1.1"] {
-        assert!(is_public(ip.parse().unwrap()), "{ip}");
+    // The loopback allowed itself (as `localhost` or its address), it is reached as
+    // `localhost` and by a name that leads there: nothing the command could not reach anyway.
+    for loopback in ["localhost", "127.0.0.1"] {
+        let named = proxy(&["*.rebind.test", loopback], &[], resolve.clone());
+        for asked in ["localhost", "a.rebind.test", "mapped.rebind.test"] {
+            let out = exchange(
+                &named,
+                format!("CONNECT {asked}:{port} HTTP/1.1\r\n\r\nx").as_bytes(),
+            );
+            assert!(out.starts_with("HTTP/1.1 200"), "{loopback} {asked}: {out}");
+        }
+        // The metadata service is still not the loopback.
+        let out = exchange(
+            &named,
+            format!("CONNECT meta.rebind.test:{port} HTTP/1.1\r\n\r\nx").as_bytes(),
+        );
+        assert!(out.starts_with("HTTP/1.1 403"), "{out}");
     }
-    for ip in [
-        "0.1.2.3",
-        "127.0.0.2",
-        "10.0.0.1",
-        "172.16.0.1",
-        "192.168.1.1",
-        "100.64.0.1",
-        "169.254.1.1",
-        "224.0.0.1",
-        "255.255.255.255",
-        "240.0.0.1",
-        "192.0.2.1",
-        "198.18.0.1",
-        "::",
-        "::1",
-        "fe80::1",
-        "fd12::1",
-        "ff02::1",
-        "::ffff:10.0.0.1",
-        "64:ff9b::a00:1",
-        "::7f00:1",
-        "2001:db8::1",
-    ] {
-        assert!(!is_public(ip.parse().unwrap()), "{ip}");
-    }
+    // But never to an address deniedDomains lists.
+    let denied = proxy(&["*.rebind.test", "localhost"], &["127.0.0.1"], resolve);
+    let out = exchange(
+        &denied,
+        format!("CONNECT a.rebind.test:{port} HTTP/1.1\r\n\r\nx").as_bytes(),
+    );
+    assert!(
+        out.contains("which network.deniedDomains \"127.0.0.1\" denies"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -291,10 +285,8 @@ fn a_slow_head_is_cut_at_the_deadline_not_per_read() {
     let conn_deadline = std::time::Instant::now() - Duration::from_secs(1);
     let open = Open::new();
     let decide: Decide = Arc::new(|_: &Host, _| Decision::Deny("x".into()));
-    let resolve = system_resolver();
     let conn = Conn {
         decide: &decide,
-        resolve: &resolve,
         id: 0,
         open: &open,
         deadline: conn_deadline,

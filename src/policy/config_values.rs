@@ -141,6 +141,8 @@ pub(crate) const DEFAULT_ALLOWED_DOMAINS: &[&str] = &[
     "registry.yarnpkg.com",
     "pypi.org",
     "*.pypi.org",
+    // Where pypi.org's files are: pip fetches every distribution from there.
+    "files.pythonhosted.org",
     "github.com",
     "*.github.com",
     "api.github.com",

@@ -112,7 +112,7 @@ fn env_read_grants(granted: &Snapshot) -> Vec<(PathBuf, String)> {
 }
 
 /// The network gate's rules: the config's domain lists and the hosts the user allowed.
-fn net_rules(config: &Config, granted: &Snapshot) -> Result<gate::Rules, LoadError> {
+fn net_rules(config: &Config, granted: &Snapshot, env: &Env) -> Result<gate::Rules, LoadError> {
     let filter = crate::net::domains::DomainFilter::new(
         &config.allowed_domains.value,
         &config.denied_domains.value,
@@ -132,7 +132,17 @@ fn net_rules(config: &Config, granted: &Snapshot) -> Result<gate::Rules, LoadErr
             Some((h, granted_how(e)))
         })
         .collect();
-    Ok(gate::Rules { filter, granted })
+    let allowed_in = allowed_domains_in(config, env);
+    let denied_in = match &config.denied_domains.source {
+        Source::File(p) => format!("network.deniedDomains in {}", shown::path(p)),
+        _ => "network.deniedDomains".to_string(),
+    };
+    Ok(gate::Rules {
+        filter,
+        granted,
+        allowed_in,
+        denied_in,
+    })
 }
 
 /// Where "for this project" and "for all projects" write a grant, and whether the project's
@@ -142,6 +152,20 @@ fn grant_files(config: &Config, env: &Env) -> prompts::GrantFiles {
         project: env.project_config(),
         global: env.global_config(),
         project_applies: config.project.as_ref().is_none_or(|p| p.applies()),
+        allowed_in: allowed_domains_in(config, env),
+    }
+}
+
+/// Where an entry added to network.allowedDomains takes effect, worded for a note: the file
+/// that holds the list in force (a project's list replaces the global one, which replaces the
+/// built-in one). While that is the built-in list, the global file, where a list replaces it.
+fn allowed_domains_in(config: &Config, env: &Env) -> String {
+    match &config.allowed_domains.source {
+        Source::File(p) => format!("network.allowedDomains in {}", shown::path(p)),
+        _ => format!(
+            "network.allowedDomains in {} (a list there replaces the built-in one: keep its entries)",
+            shown::path(&env.global_config())
+        ),
     }
 }
 
@@ -492,7 +516,7 @@ impl Session {
                     ))
                 },
             )?;
-        let net_rules = net_rules(&config, granted)?;
+        let net_rules = net_rules(&config, granted, &self.options.env)?;
         let grant_files = grant_files(&config, &self.options.env);
         Ok(Loaded {
             config,

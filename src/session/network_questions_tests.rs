@@ -48,6 +48,7 @@ fn a_withdrawn_or_unsent_question_is_refused() {
         project: "/w/p/.pi/sandbox.json".into(),
         global: "/home/u/.pi/agent/extensions/sandbox.json".into(),
         project_applies: true,
+        allowed_in: "network.allowedDomains in /home/u/.pi/agent/extensions/sandbox.json".into(),
     });
     match questions.asker()(&q) {
         Reply::Unanswered(r) => assert!(

@@ -46,6 +46,19 @@ pub(crate) struct GrantFiles {
     /// an entry added to it waits for the user's trust, and the grant holds for this
     /// session only: its option must not promise more.
     pub(crate) project_applies: bool,
+    /// Where an entry added to network.allowedDomains takes effect here, worded for a note:
+    /// the key in the file that holds the list in force (`Session`'s `allowed_domains_in`).
+    pub(crate) allowed_in: String,
+}
+
+impl GrantFiles {
+    fn allowed_in(&self) -> &str {
+        if self.allowed_in.is_empty() {
+            "network.allowedDomains"
+        } else {
+            &self.allowed_in
+        }
+    }
 }
 
 /// The four answers a blocked write and an unknown host share: keep it blocked (the first,
@@ -227,9 +240,8 @@ pub(crate) fn network_host(host: &str, port: u16, local: bool, files: &GrantFile
             "Blocked: a connection to {host}:{port}; the user was asked and declined. Do not try to reach it another way; continue without it or ask the user."
         ),
         no_ui: format!(
-            "Blocked: a connection to {host}:{port}: {host} is not in network.allowedDomains, and there is no UI to ask the user. To allow it, add \"{host}\" to network.allowedDomains in {} (all projects) or {} (this project).",
-            shown::path(&files.global),
-            shown::path(&files.project)
+            "Blocked: a connection to {host}:{port}: {host} is not in network.allowedDomains, and there is no UI to ask the user. To allow it, add \"{host}\" to {}.",
+            files.allowed_in()
         ),
     }
 }
@@ -299,6 +311,12 @@ mod tests {
             project: project.into(),
             global: global.into(),
             project_applies: true,
+            // As the session words it (`allowed_domains_in`), the project's file holding the
+            // list in force.
+            allowed_in: format!(
+                "network.allowedDomains in {}",
+                shown::path(std::path::Path::new(project))
+            ),
         }
     }
 
