@@ -218,9 +218,11 @@ test("a command's errors about hidden or read-only paths get the rule; others no
     ].join("\n"),
   );
   assert.equal(notes.length, 3, JSON.stringify(notes));
-  assert.match(notes[0], /\.ssh\/id_rsa is hidden in the sandbox \(denyRead entry '~\/\.ssh'/);
+  assert.match(notes[0], /\.ssh\/id_rsa is hidden in the sandbox \(commands see it missing or empty\): it is covered by denyRead entry '~\/\.ssh'/);
   assert.match(notes[1], /\.ssh is hidden in the sandbox/);
-  assert.match(notes[2], /\.pi\/x is read-only in the sandbox/);
+  assert.match(notes[2], /\.pi\/x is read-only in the sandbox: /);
+  // Each names its path once.
+  for (const n of notes) assert.equal(n.split(n.split(" is ")[0]).length - 1, 1, n);
 });
 
 test("CLI run: the command's words are its own from the program on; 127 and 126 as a shell", { skip: addon.sandboxCapability().kind !== "bwrap" && "needs bubblewrap" }, (t) => {

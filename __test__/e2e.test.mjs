@@ -216,7 +216,7 @@ test("the agent's bash runs sandboxed: the tool result shows why a write failed"
   assert.doesNotMatch(res.call_0_1, new RegExp(SECRET));
   assert.match(res.call_0_1, /id_rsa: No such file or directory/);
   // ... and the model is told the sandbox hides it, by which rule, once.
-  assert.match(res.call_0_1, /\[pi-sandbox\] .*\.ssh\/id_rsa is hidden in the sandbox \(denyRead entry '~\/\.ssh'/);
+  assert.match(res.call_0_1, /\[pi-sandbox\] .*\.ssh\/id_rsa is hidden in the sandbox \(commands see it missing or empty\): it is covered by denyRead entry '~\/\.ssh'/);
   assert.equal(res.call_0_1.match(/is hidden in the sandbox/g).length, 1);
   assert.equal(existsSync(path.join(w.project, ".pi", "sandbox.json")), false);
   // a hook planted in a repository the command created is moved aside, and the model is told

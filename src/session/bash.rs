@@ -446,19 +446,21 @@ impl Session {
                 if d.verdict != Verdict::Deny || !seen.insert((op, d.path.clone())) {
                     continue;
                 }
+                // The path once: the reason's own "Blocked write to <path>: " is left out.
+                let why = d
+                    .reason
+                    .strip_prefix(&format!(
+                        "Blocked {} {} {}: ",
+                        op.as_str(),
+                        if op == Op::Write { "to" } else { "of" },
+                        shown::path(&d.path)
+                    ))
+                    .unwrap_or(&d.reason);
                 notes.push(match op {
-                    Op::Write => format!(
-                        "{} is read-only in the sandbox ({}). {}",
-                        d.path.display(),
-                        d.rule,
-                        d.reason
-                    ),
+                    Op::Write => format!("{} is read-only in the sandbox: {why}", d.path.display()),
                     Op::Read => format!(
-                        "{} is hidden in the sandbox ({} from {}): it looks missing or empty to commands there. {}",
-                        d.path.display(),
-                        d.rule,
-                        d.source,
-                        d.reason
+                        "{} is hidden in the sandbox (commands see it missing or empty): {why}",
+                        d.path.display()
                     ),
                 });
             }

@@ -635,7 +635,7 @@ impl Guard {
     fn how_to_drop(&self, what: &str, key: &str, source: &str) -> String {
         if source == Source::Defaults.to_string() {
             format!(
-                "it is a built-in default: set {key} in {} to the list without it (a list you set replaces the defaults; /sandbox full shows them)",
+                "set {key} in {} to the list without it (it is a built-in default, in no file; a list you set replaces the defaults, which /sandbox full shows)",
                 self.env.global_config().display()
             )
         } else {

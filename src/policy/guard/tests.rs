@@ -78,7 +78,7 @@ fn reads_under_deny_read_entries_are_blocked_and_named() {
     let global = w.p("home/.pi/agent/extensions/sandbox.json");
     assert!(
         d.reason.contains(&format!(
-            "it is a built-in default: set filesystem.denyRead in {} to the list without it",
+            "To allow it, set filesystem.denyRead in {} to the list without it (it is a built-in default",
             global.display()
         )),
         "{}",
