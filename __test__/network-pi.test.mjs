@@ -77,8 +77,8 @@ test("with a UI: an unlisted host is asked about while the command runs; allowed
   assert.equal(r.dialogs.length, 1, "asked once");
   assert.match(r.dialogs[0].title, /allow the running command to connect to localhost \(port \d+\)/);
   assert.deepEqual(
-    r.dialogs[0].options.map((o) => o.split(" ").slice(0, 2).join(" ")),
-    ["Abort (keep", "Allow localhost", "Allow localhost", "Allow localhost"],
+    r.dialogs[0].options.map((o) => o.split(" (")[0]),
+    ["Abort", "Allow for this session", "Allow for this project", "Allow for all projects"],
   );
   const res = byId(r.results);
   assert.match(res.call_0_0, /hello-from-host \/one/);
