@@ -641,6 +641,39 @@ mod tests {
     }
 
     #[test]
+    fn the_sessions_own_tmp_is_bound_at_tmp_its_neighbours_masked_and_it_is_not_walked() {
+        let mut env = env();
+        let own = PathBuf::from("/nonexistent-pi-test/t/pi-sandbox-0/1-x");
+        let all = own.parent().unwrap().to_path_buf();
+        env.tmp = Some(own.clone());
+        let g = guard("{}", &env);
+        let p = plan_on(
+            &g,
+            &[
+                (env.cwd.clone(), FileKind::Dir),
+                (own.clone(), FileKind::Dir),
+                (all.clone(), FileKind::Dir),
+            ],
+            vec![],
+        );
+        assert_eq!(p.tmp.as_deref(), Some(own.as_path()));
+        assert_eq!(
+            show(&p),
+            [
+                "Writable /w/proj",
+                "MaskDir /t/pi-sandbox-0",
+                "ReadOnly /w/proj/.pi"
+            ]
+        );
+        // The file tools' /tmp is the same folder; the index does not walk it.
+        assert_eq!(g.session_path(Path::new("/tmp/x.py")), own.join("x.py"));
+        assert!(!crate::surface::scan::scanned_roots(&g).contains(&own));
+        // Gone from the disk: a private tmpfs, not a bind of nothing.
+        let p = plan_on(&g, &[(env.cwd.clone(), FileKind::Dir)], vec![]);
+        assert_eq!(p.tmp, None);
+    }
+
+    #[test]
     fn a_session_below_tmp_is_visible_even_when_read_only() {
         let mut env = env();
         env.cwd = "/tmp/pi-test-below-tmp-proj".into();

@@ -503,12 +503,16 @@ fn collect_linked_inodes(
 /// session's directory even when a config leaves it out of allowWrite. Beyond what may be
 /// written, they hold the env files bash must hide (in read-only mode, or a project that
 /// narrowed allowWrite to `./src`); findings outside the writable trees mount nothing else.
+/// The session's own /tmp is not walked, as the host's /tmp never was: nothing pi or the
+/// user's tools load lives there, and npm's or pip's caches there would spend the inotify
+/// watches (tens of thousands of folders) for nothing.
 pub(crate) fn scanned_roots(guard: &Guard) -> Vec<PathBuf> {
     let mut roots = allow_write_roots(guard);
     let cwd = &guard.env().cwd;
     if !roots.iter().any(|r| cwd.starts_with(r)) {
         roots.push(cwd.clone());
     }
+    roots.retain(|r| Some(r.as_path()) != guard.env().tmp.as_deref());
     scan_roots(&roots)
 }
 
