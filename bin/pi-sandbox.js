@@ -153,6 +153,9 @@ function main() {
     }
     case "run": {
       if (!args.length) fail("usage: pi-sandbox run [--network filtered|off|on] -- CMD [ARGS...]");
+      // Ctrl-C reaches the command (same process group) and ends it; this process then runs
+      // the audit and removes the run's /tmp rather than dying at once.
+      for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, () => {});
       let prepared;
       try {
         prepared = sandbox.prepareRun(args, opts.network);
