@@ -98,11 +98,15 @@ function resetWorld(w) {
   fs.writeFileSync(path.join(w.home, ".ssh", "id_rsa"), "SECRET-KEY-0451\n");
 }
 
-/** Git without the host's configuration; identity and dates fixed, so a seed makes the same objects. */
+/**
+ * Git without the host's configuration; identity and dates fixed, so a seed makes the same
+ * objects. Never above the world: a random tree's broken repository must not lead git up to
+ * the checkout this test runs in (a killed run once left a worktree branch there).
+ */
 function git(w, ...args) {
   const date = "2020-01-01T00:00:00Z";
   return execFileSync("git", ["-c", "user.email=a@b", "-c", "user.name=n", "-c", "init.defaultBranch=main", ...args], {
-    env: { ...process.env, HOME: w.home, GIT_CONFIG_GLOBAL: "/dev/null", GIT_CONFIG_NOSYSTEM: "1", GIT_AUTHOR_DATE: date, GIT_COMMITTER_DATE: date },
+    env: { ...process.env, HOME: w.home, GIT_CONFIG_GLOBAL: "/dev/null", GIT_CONFIG_NOSYSTEM: "1", GIT_AUTHOR_DATE: date, GIT_COMMITTER_DATE: date, GIT_CEILING_DIRECTORIES: path.dirname(w.root) },
     stdio: ["ignore", "pipe", "pipe"],
   });
 }
