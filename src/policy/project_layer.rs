@@ -90,12 +90,5 @@ impl ProjectLayer {
 
 /// Lowercase hex SHA-256 of `bytes` (project trust is keyed by the file's content hash).
 pub(crate) fn content_hash(bytes: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for b in digest {
-        out.push(HEX[usize::from(b >> 4)] as char);
-        out.push(HEX[usize::from(b & 0xf)] as char);
-    }
-    out
+    format!("{:x}", Sha256::digest(bytes))
 }

@@ -1,6 +1,6 @@
 //! What a repository's object store held before a given time: whether a blob was there, in a
 //! loose object or a pack index whose inode predates it. Read by us (no git run): a blob's id
-//! is computed here (SHA-1, git's default object format), the store is looked up by name.
+//! is computed here (SHA-1, git's default object format, by the `sha1` crate), the store is looked up by name.
 //!
 //! Why a name and a change time prove enough: an object's file name is its id (the directory
 //! two hex digits, the file 38), and a pack index lists ids. A command can write the store,
@@ -18,9 +18,11 @@ pub(crate) type BlobId = [u8; 20];
 
 /// git's id of a blob holding `content`: SHA-1 of `blob <size>\0<content>`.
 pub(crate) fn blob_id(content: &[u8]) -> BlobId {
-    let mut data = format!("blob {}\0", content.len()).into_bytes();
-    data.extend_from_slice(content);
-    sha1(&data)
+    use sha1::{Digest, Sha1};
+    let mut hasher = Sha1::new();
+    hasher.update(format!("blob {}\0", content.len()));
+    hasher.update(content);
+    hasher.finalize().into()
 }
 
 /// Whether the object store `objects` held `id` before `before`: a loose object or a pack
@@ -121,55 +123,6 @@ fn index_lists(idx: &Path, id: &BlobId, before: SystemTime) -> bool {
 
 pub(crate) fn to_hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// SHA-1 (FIPS 180-4): git's default object ids. Not for secrecy: a name to look up.
-fn sha1(data: &[u8]) -> [u8; 20] {
-    let mut h: [u32; 5] = [0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0];
-    let mut msg = data.to_vec();
-    let bits = (data.len() as u64).wrapping_mul(8);
-    msg.push(0x80);
-    while msg.len() % 64 != 56 {
-        msg.push(0);
-    }
-    msg.extend_from_slice(&bits.to_be_bytes());
-    for block in msg.chunks_exact(64) {
-        let mut w = [0u32; 80];
-        for (i, word) in block.chunks_exact(4).enumerate() {
-            w[i] = u32::from_be_bytes([word[0], word[1], word[2], word[3]]);
-        }
-        for i in 16..80 {
-            w[i] = (w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]).rotate_left(1);
-        }
-        let [mut a, mut b, mut c, mut d, mut e] = h;
-        for (i, wi) in w.iter().enumerate() {
-            let (f, k) = match i {
-                0..=19 => ((b & c) | (!b & d), 0x5A827999),
-                20..=39 => (b ^ c ^ d, 0x6ED9EBA1),
-                40..=59 => ((b & c) | (b & d) | (c & d), 0x8F1BBCDC),
-                _ => (b ^ c ^ d, 0xCA62C1D6),
-            };
-            let t = a
-                .rotate_left(5)
-                .wrapping_add(f)
-                .wrapping_add(e)
-                .wrapping_add(k)
-                .wrapping_add(*wi);
-            e = d;
-            d = c;
-            c = b.rotate_left(30);
-            b = a;
-            a = t;
-        }
-        for (x, y) in h.iter_mut().zip([a, b, c, d, e]) {
-            *x = x.wrapping_add(y);
-        }
-    }
-    let mut out = [0u8; 20];
-    for (i, x) in h.iter().enumerate() {
-        out[4 * i..4 * i + 4].copy_from_slice(&x.to_be_bytes());
-    }
-    out
 }
 
 #[cfg(test)]
