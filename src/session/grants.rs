@@ -205,6 +205,16 @@ impl Session {
         Ok(decision)
     }
 
+    /// The guard's asking decision for a write of `path`, which a write grant may answer (an
+    /// env file is allowed through `grant_env_file`).
+    fn askable_write(&self, path: &Path) -> Result<Decision, GrantError> {
+        let decision = self.askable(Op::Write, path)?;
+        if decision.rule == crate::policy::guard::ENV_FILE_RULE {
+            return Err(GrantError::EnvFileAsWrite);
+        }
+        Ok(decision)
+    }
+
     /// The user allowed writing `path` alone (the write prompt, where a folder grant would be
     /// too wide): `once` for the tool call being run, else for this session in memory. The
     /// file tools only: bash's mounts take folders.
@@ -213,10 +223,7 @@ impl Session {
         path: &Path,
         once: bool,
     ) -> Result<String, GrantError> {
-        let decision = self.askable(Op::Write, path)?;
-        if decision.rule == crate::policy::guard::ENV_FILE_RULE {
-            return Err(GrantError::EnvFileAsWrite);
-        }
+        let decision = self.askable_write(path)?;
         // A folder (the home, `/`) allowed "alone" would open everything below it.
         if std::fs::symlink_metadata(&decision.path).is_ok_and(|m| !m.is_file()) {
             return Err(GrantError::NotAFile(decision.path));
@@ -246,10 +253,7 @@ impl Session {
         path: &Path,
         scope: WriteScope,
     ) -> Result<String, GrantError> {
-        let decision = self.askable(Op::Write, path)?;
-        if decision.rule == crate::policy::guard::ENV_FILE_RULE {
-            return Err(GrantError::EnvFileAsWrite);
-        }
+        let decision = self.askable_write(path)?;
         if self.too_broad(prompts::write_grant_dir(&decision.path)) {
             return Err(GrantError::TooBroad(
                 prompts::write_grant_dir(&decision.path).to_path_buf(),

@@ -45,7 +45,8 @@ impl Guard {
         let (deny_read, deny_read_paths) = deny_read_rules(config, &env, &mut canon)?;
         let (deny_write, deny_write_globs) = deny_write_rules(config, &env, &mut canon)?;
         let mut allow_write = allow_write_rules(config, &env, &mut canon)?;
-        let write_files = write_file_rules(config, &env, &mut canon)?;
+        // Single files the user allowed writing: each matched by its exact name.
+        let write_files = session_rules(&config.session_write_files, &env, &mut canon)?;
 
         // A linked worktree's git dirs (outside the workspace) hold git's data for it: writable
         // like the workspace, in both layers. Decided once, at session start, and only through
@@ -256,32 +257,30 @@ fn allow_write_rules(
     }
 
     // The user's answers to write prompts, for this session only.
-    for (raw, source) in &config.session_allow_write {
-        allow_write.push(DirRule {
-            path: in_session_tmp(canon.resolve(raw, &env.home, &env.cwd)?, env),
-            raw: raw.clone(),
-            source: source.to_string(),
-        });
+    for mut rule in session_rules(&config.session_allow_write, env, canon)? {
+        rule.path = in_session_tmp(rule.path, env);
+        allow_write.push(rule);
     }
 
     Ok(allow_write)
 }
 
-/// Single files the user allowed writing for this session: each matched by its exact name.
-fn write_file_rules(
-    config: &Config,
+/// The user's answers to prompts for this session (folders, or single files), resolved.
+fn session_rules(
+    granted: &[(String, Source)],
     env: &Env,
     canon: &mut paths::Canonicalizer,
 ) -> Result<Vec<DirRule>, GuardError> {
-    let mut files = Vec::new();
-    for (raw, source) in &config.session_write_files {
-        files.push(DirRule {
-            path: canon.resolve(raw, &env.home, &env.cwd)?,
-            raw: raw.clone(),
-            source: source.to_string(),
-        });
-    }
-    Ok(files)
+    granted
+        .iter()
+        .map(|(raw, source)| {
+            Ok(DirRule {
+                path: canon.resolve(raw, &env.home, &env.cwd)?,
+                raw: raw.clone(),
+                source: source.to_string(),
+            })
+        })
+        .collect()
 }
 
 /// Anchors a path pattern: `~/` and `/` are absolute, `**/` matches anywhere, anything else
