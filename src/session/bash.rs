@@ -43,7 +43,7 @@ fn blocked_reason(findings: &[Finding]) -> String {
 
 /// The paths an error line names: quoted ones, and the word before `: <error>` (the form of
 /// bash, git, coreutils and Python messages).
-pub(crate) fn paths_in_error_line(line: &str) -> Vec<String> {
+fn paths_in_error_line(line: &str) -> Vec<String> {
     let mut out = Vec::new();
     for q in ['\'', '"', '`'] {
         let parts: Vec<&str> = line.split(q).collect();
@@ -408,6 +408,17 @@ impl Session {
         }
     }
 
+    /// The paths an error line of a command's output names, as the command named them: `~`
+    /// and relative names expanded, `/tmp/...` the session's own (`Guard::session_path`).
+    pub(crate) fn paths_in_output_line(&self, guard: &Guard, line: &str) -> Vec<PathBuf> {
+        let env = &self.options.env;
+        paths_in_error_line(line)
+            .iter()
+            .filter_map(|c| crate::paths::expand(c, &env.home, &env.cwd).ok())
+            .map(|p| guard.session_path(&p))
+            .collect()
+    }
+
     /// Notes for a sandboxed command's output: each path an error line says could not be
     /// written because the file system is read-only or busy (the sandbox's mounts), and each
     /// path it could not find or open that denyRead hides in the sandbox, with the rule.
@@ -417,7 +428,6 @@ impl Session {
         let Some(guard) = self.guard() else {
             return vec![];
         };
-        let cwd = &self.options.env.cwd;
         let mut notes: Vec<String> = Vec::new();
         let mut seen = std::collections::HashSet::new();
         for line in output.lines() {
@@ -432,10 +442,7 @@ impl Session {
             } else {
                 continue;
             };
-            for candidate in paths_in_error_line(line) {
-                let Ok(p) = crate::paths::expand(&candidate, &self.options.env.home, cwd) else {
-                    continue;
-                };
+            for p in self.paths_in_output_line(guard, line) {
                 let d = match op {
                     Op::Write => env_file_kept(
                         guard,

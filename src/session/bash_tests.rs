@@ -194,3 +194,21 @@ fn error_words_name_hidden_env_files_of_the_session_tree_only() {
     assert_eq!(named("a.txt"), None);
     assert_eq!(named(""), None);
 }
+
+#[test]
+fn a_note_judges_a_path_in_tmp_as_the_command_named_it_in_the_sessions_tmp() {
+    let (_t, dir) = temp();
+    let s = session_in(&dir, None, None);
+    let own = s.env().tmp.clone().expect("a session folder");
+    let key = dir.join("home/.ssh/id_rsa");
+    std::fs::create_dir_all(key.parent().unwrap()).unwrap();
+    std::fs::write(&key, "K").unwrap();
+    // A link the command left in its /tmp: inside, /tmp/k is the session folder's k.
+    std::os::unix::fs::symlink(&key, own.join("k")).unwrap();
+    let notes = s.explain_write_failures("cat: /tmp/k: Permission denied");
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].contains(".ssh/id_rsa is hidden in the sandbox"),
+        "{notes:?}"
+    );
+}

@@ -46,11 +46,8 @@ impl Session {
             .lines()
             .filter(|l| l.contains("Read-only file system"))
         {
-            for candidate in super::bash::paths_in_error_line(line) {
-                let Ok(p) = crate::paths::expand(&candidate, &env.home, &env.cwd) else {
-                    continue;
-                };
-                let d = guard.check(Op::Write, &guard.session_path(&p));
+            for p in self.paths_in_output_line(guard, line) {
+                let d = guard.check(Op::Write, &p);
                 if d.verdict != Verdict::Prompt || !seen.insert(d.path.clone()) {
                     continue;
                 }
