@@ -270,12 +270,10 @@ impl Session {
     /// unless it is there already (nothing is made; the file's own write is judged next, so
     /// a file allowed alone can be written in a folder that is not writable).
     pub(crate) fn mkdir(&self, dir: &Path) -> Result<(), FileOpError> {
-        if let Some(g) = self.guard() {
-            let d = g.check(Op::Read, &g.session_path(dir));
-            // Only where reading is allowed: a hidden folder's existence is not told.
-            if d.allowed() && std::fs::symlink_metadata(&d.path).is_ok_and(|m| m.is_dir()) {
-                return Ok(());
-            }
+        // Only where reading is allowed: a hidden folder's existence is not told.
+        let d = self.check(Op::Read, dir);
+        if d.allowed() && std::fs::symlink_metadata(&d.path).is_ok_and(|m| m.is_dir()) {
+            return Ok(());
         }
         let d = self.judged(Op::Write, dir)?;
         Ok(open::mkdir_all(&d.path)?)
