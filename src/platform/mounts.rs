@@ -668,6 +668,18 @@ mod tests {
         // The file tools' /tmp is the same folder; the index does not walk it.
         assert_eq!(g.session_path(Path::new("/tmp/x.py")), own.join("x.py"));
         assert!(!crate::surface::scan::scanned_roots(&g).contains(&own));
+        // A home and agent dir below /tmp (a CI image's HOME=/tmp/...) keep their host meaning.
+        let mut below = env.clone();
+        below.home = "/tmp/ci-home".into();
+        below.agent_dir = "/tmp/ci-home/.pi/agent".into();
+        let g2 = guard("{}", &below);
+        for p in [
+            "/tmp/ci-home/.gitconfig",
+            "/tmp/ci-home/.pi/agent/settings.json",
+        ] {
+            assert_eq!(g2.session_path(Path::new(p)), Path::new(p));
+        }
+        assert_eq!(g2.session_path(Path::new("/tmp/x")), own.join("x"));
         // Gone from the disk: a private tmpfs, not a bind of nothing.
         let p = plan_on(&g, &[(env.cwd.clone(), FileKind::Dir)], vec![]);
         assert_eq!(p.tmp, None);

@@ -717,6 +717,15 @@ pub(crate) fn session_in(
 mod tests {
     use super::*;
 
+    #[test]
+    fn pi_started_in_tmp_or_the_root_keeps_a_private_tmp_per_command() {
+        for cwd in ["/tmp", "/"] {
+            let e = session_tmp(Path::new(cwd)).unwrap_err();
+            assert!(e.contains("pi runs in /tmp itself"), "{cwd}: {e}");
+        }
+        assert!(session_tmp(Path::new("/tmp/proj")).is_ok());
+    }
+
     fn session(dir: &Path) -> Session {
         session_in(dir, None, None)
     }
