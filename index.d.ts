@@ -492,6 +492,11 @@ export declare class Sandbox {
    */
   modelBrief(network?: NetworkMode | undefined | null): string | null
   /**
+   * `/sandbox stop`: ends what this session's commands left running (servers, `cmd &`);
+   * how many processes ran.
+   */
+  stopBackground(): number
+  /**
    * `/sandbox`: one screen of what holds now (mode, bash's engine and network, where it
    * may write, what is hidden, grants, the latest refusals). `describe` has every rule.
    * @throws {SandboxError} `E_BAD_NETWORK`.

@@ -573,11 +573,15 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 	});
 
 	pi.registerCommand("sandbox", {
-		description: "What the sandbox does now, on one screen; `/sandbox full` every rule and where it comes from; `/sandbox log` the recent refusals and network decisions; `/sandbox trust` asks again about this project's sandbox.json",
+		description: "What the sandbox does now, on one screen; `/sandbox full` every rule and where it comes from; `/sandbox log` the recent refusals and network decisions; `/sandbox stop` ends what commands left running; `/sandbox trust` asks again about this project's sandbox.json",
 		handler: async (args, ctx) => {
 			const s = await session(ctx);
 			if (args.trim() === "log" && s) notify(ctx, violationReport(s), "info");
 			else if (args.trim() === "full") notify(ctx, sandboxReport(disabledByFlag(), addonError, s, network(), true), "info");
+			else if (args.trim() === "stop" && s) {
+				const stopped = s.stopBackground();
+				notify(ctx, stopped ? `Stopped ${stopped} background process${stopped === 1 ? "" : "es"} left by this session's commands.` : "No process left by this session's commands is running.", "info");
+			}
 			else if (args.trim() === "trust" && s) {
 				await askProjectTrust(ctx, s, true);
 				if (!s.projectTrust?.widenings.length) notify(ctx, "This project's sandbox.json loosens nothing: nothing to trust.", "info");

@@ -767,6 +767,13 @@ impl Sandbox {
         Ok(self.commands.session().model_brief(asked))
     }
 
+    /// `/sandbox stop`: ends what this session's commands left running (servers, `cmd &`);
+    /// how many processes ran.
+    #[napi(catch_unwind)]
+    pub fn stop_background(&self) -> u32 {
+        self.commands.session().stop_background() as u32
+    }
+
     /// `/sandbox`: one screen of what holds now (mode, bash's engine and network, where it
     /// may write, what is hidden, grants, the latest refusals). `describe` has every rule.
     /// @throws {SandboxError} `E_BAD_NETWORK`.

@@ -684,6 +684,47 @@ impl CommandNet {
     }
 }
 
+/// The proxy's door of a session's pod: one listener on the pod's 127.0.0.1 for every command
+/// run there and every process they leave running, served until the pod goes. Each
+/// connection is judged by the command running now (its notes, its questions), or between
+/// commands by the last one, whose questions are over: an unlisted host is refused then, and
+/// logged.
+pub(crate) struct SessionDoor {
+    current: Arc<Mutex<Arc<CommandNet>>>,
+    server: Option<Server>,
+}
+
+impl SessionDoor {
+    pub(crate) fn serve(gate: Arc<Gate>, listener: TcpListener) -> std::io::Result<SessionDoor> {
+        let idle = CommandNet::new(gate);
+        idle.finished.store(true, Ordering::SeqCst);
+        let current = Arc::new(Mutex::new(idle));
+        let judge = current.clone();
+        let decide: proxy::Decide = Arc::new(move |host: &Host, port: u16| {
+            let net = lock(&judge).clone();
+            net.decide(host, port)
+        });
+        let server = proxy::serve(listener, decide)?;
+        Ok(SessionDoor {
+            current,
+            server: Some(server),
+        })
+    }
+
+    /// From now on, connections are `net`'s.
+    pub(crate) fn attach(&self, net: Arc<CommandNet>) {
+        *lock(&self.current) = net;
+    }
+}
+
+impl Drop for SessionDoor {
+    fn drop(&mut self) {
+        if let Some(server) = self.server.take() {
+            server.stop();
+        }
+    }
+}
+
 #[cfg(test)]
 #[path = "gate_tests.rs"]
 mod tests;

@@ -22,6 +22,8 @@ use crate::net::gate::CommandNet;
 use crate::open::OpenError;
 use crate::platform::linux::bwrap::BwrapError;
 #[cfg(target_os = "linux")]
+pub(crate) use crate::platform::linux::pod::Pod;
+#[cfg(target_os = "linux")]
 pub(crate) use crate::platform::linux::supervisor::{AllowedSocket, Refusal, Supervisor};
 use crate::platform::mounts::{self, Facts, MountPlan};
 use crate::policy::bash::{Features, Network};
@@ -48,6 +50,8 @@ pub(crate) enum LaunchError {
     Supervisor(String),
     /// Filtered network without its proxy: the command does not run.
     Proxy(String),
+    /// The session's pod could not be entered.
+    Pod(String),
 }
 
 impl fmt::Display for LaunchError {
@@ -79,6 +83,7 @@ impl fmt::Display for LaunchError {
             ),
             LaunchError::Seccomp(e) => write!(f, "{e}"),
             LaunchError::Supervisor(e) => write!(f, "the socket supervisor: {e}"),
+            LaunchError::Pod(e) => write!(f, "the session's namespaces: {e}"),
             LaunchError::Proxy(e) => write!(
                 f,
                 "the network proxy could not be started ({e}); with --sandbox-network off the command runs without network"
@@ -120,6 +125,8 @@ pub struct Launch {
     pub(crate) set_env: Vec<(String, String)>,
     /// The command's proxy (filtered network): stopped when the command is over.
     pub(crate) net: Option<Arc<CommandNet>>,
+    /// It runs in the session's pod: what it leaves running lives on.
+    pub(crate) in_pod: bool,
 }
 
 impl Launch {
@@ -228,6 +235,9 @@ pub(crate) struct Setup<'a> {
     pub(crate) tmp_dir: &'a Path,
     /// What the guard keeps read-only in bash's writable trees, found now.
     pub(crate) scan: &'a Scan,
+    /// The session's pod for this network mode: the command runs in it, and what it leaves
+    /// running lives on (bwrap only).
+    pub(crate) pod: Option<&'a Pod>,
 }
 
 /// `network.allowUnixSockets` resolved for one command, and `allowAllUnixSockets`.
@@ -251,7 +261,12 @@ pub(crate) enum Command<'a> {
     Argv(&'a [OsString]),
 }
 
-// What stands in for Linux's socket supervisor elsewhere.
+// What stands in for Linux's socket supervisor and pods elsewhere.
+
+/// No pods outside Linux.
+#[cfg(not(target_os = "linux"))]
+#[derive(Debug)]
+pub(crate) struct Pod;
 
 #[cfg(not(target_os = "linux"))]
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -271,7 +286,7 @@ pub(crate) struct Refusal {
 
 #[cfg(not(target_os = "linux"))]
 impl Supervisor {
-    pub(crate) fn finish(self) -> Vec<Refusal> {
+    pub(crate) fn finish(self, _wait: std::time::Duration) -> Vec<Refusal> {
         vec![]
     }
 }
@@ -315,6 +330,7 @@ pub(crate) mod tests {
             net: None,
             tmp_dir: tmp,
             scan,
+            pod: None,
         }
     }
 

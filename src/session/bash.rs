@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::commands::{Commands, Prepared, Ticket};
 use super::prompts;
+use super::servers;
 use super::{env_aliases, granted_how, Session};
 use crate::net::gate::CommandNet;
 use crate::platform::detect;
@@ -217,6 +218,14 @@ impl Session {
         let set_env = self.set_env(guard, network);
         let sockets = self.sockets();
         let net = (network == Network::Filtered).then(|| CommandNet::new(self.gate.clone()));
+        let mut servers = self.servers.borrow_mut();
+        let pod = match (adapter, capability) {
+            #[cfg(target_os = "linux")]
+            (Adapter::Bwrap, Capability::Bwrap { program, .. }) if pods_wanted() => {
+                servers.pod_for(network, program, &self.gate)
+            }
+            _ => None,
+        };
         let setup = |program, features| launch::Setup {
             net: net.as_ref(),
             guard,
@@ -228,6 +237,7 @@ impl Session {
             network,
             tmp_dir: &tmp,
             scan: &scan,
+            pod,
         };
         let launch = match (adapter, capability, command) {
             (Adapter::Bwrap, Capability::Bwrap { program, features }, _) => {
@@ -248,8 +258,36 @@ impl Session {
         // Placeholders are ours: the audit must not take them for the command's work.
         if let Ok(l) = &launch {
             auditor.baseline_paths(&l.placeholders);
+            if let (true, Some(net)) = (l.in_pod, &l.net) {
+                servers.attach(network, net);
+            }
         }
         built(launch)
+    }
+
+    /// After a command run in a pod: what commands left running that was not running before
+    /// (for the note), and whether anything runs at all.
+    pub(crate) fn left_running(&self) -> (Vec<servers::Background>, bool) {
+        self.servers.borrow_mut().left_running()
+    }
+
+    /// `/sandbox stop`: ends what commands left running; how many processes ran.
+    pub(crate) fn stop_background(&self) -> usize {
+        let stopped = self.servers.borrow_mut().stop();
+        if stopped > 0 {
+            self.audit_after_command();
+        }
+        stopped
+    }
+
+    /// Why what commands leave running ends with them here, once.
+    pub(crate) fn background_failure_note(&self) -> Option<String> {
+        self.servers.borrow_mut().failure_note()
+    }
+
+    /// What commands left running now (`/sandbox`).
+    pub(crate) fn background(&self) -> Vec<servers::Background> {
+        self.servers.borrow().background()
     }
 
     /// What the guard keeps read-only in bash's writable trees before a command, with the
@@ -590,11 +628,19 @@ fn hidden_env_file_named<'a>(
         .find(|p| p.starts_with(cwd) && p.ends_with(&tail))
 }
 
+/// `PI_SANDBOX_BACKGROUND=command`: what a command leaves running ends with it (no pods).
+#[cfg(target_os = "linux")]
+fn pods_wanted() -> bool {
+    std::env::var_os("PI_SANDBOX_BACKGROUND").is_none_or(|v| v != "command")
+}
+
 /// What of a launch outlives it until the command is over.
 #[derive(Default)]
 pub(crate) struct Ended {
     supervisor: Option<launch::Supervisor>,
     pub(crate) net: Option<Arc<CommandNet>>,
+    /// It ran in the session's pod: what it left may still run.
+    in_pod: bool,
 }
 
 impl Ended {
@@ -605,6 +651,7 @@ impl Ended {
         Ended {
             supervisor: launch.supervisor.take(),
             net: launch.net.take(),
+            in_pod: launch.in_pod,
         }
     }
 }
@@ -628,8 +675,22 @@ fn notes_of(ended: Ended, ticket: Option<(Arc<Commands>, Ticket)>) -> Vec<String
         let guard = session.guard().filter(|g| g.hides_env_files())?;
         Some((session.committed_env(), guard.clone()))
     });
-    let Ended { supervisor, net } = ended;
-    let refused = supervisor.map(|s| s.finish()).unwrap_or_default();
+    let Ended {
+        supervisor,
+        net,
+        in_pod,
+    } = ended;
+    let (left, running) = match (&ticket, in_pod) {
+        (Some((commands, _)), true) => commands.session().left_running(),
+        _ => (vec![], false),
+    };
+    // With processes left running, the command's filter may never go quiet: no waiting.
+    let wait = if running {
+        std::time::Duration::ZERO
+    } else {
+        std::time::Duration::from_secs(2)
+    };
+    let refused = supervisor.map(|s| s.finish(wait)).unwrap_or_default();
     let blocked_hosts = net.map(|n| n.finish()).unwrap_or_default();
     if let Some((commands, _)) = &ticket {
         if !refused.is_empty() {
@@ -647,7 +708,15 @@ fn notes_of(ended: Ended, ticket: Option<(Arc<Commands>, Ticket)>) -> Vec<String
         })
         .collect();
     out.extend(blocked_hosts);
+    if let (Some((commands, _)), true) = (&ticket, running) {
+        // What runs on between commands is audited again before the next one.
+        commands.audit_before_next();
+    }
+    if let Some((commands, _)) = &ticket {
+        out.extend(commands.session().background_failure_note());
+    }
     out.extend(audit(ticket));
+    out.extend(servers::left_running_note(&left));
     out.extend(committed_env.and_then(|(c, guard)| c.first_note(&|p| guard.is_secret_env_file(p))));
     out
 }

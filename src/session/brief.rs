@@ -43,9 +43,11 @@ impl Session {
             Network::Filtered => "- Network goes through the session's proxy (HTTP_PROXY/HTTPS_PROXY are set): allowed hosts work, others are asked about or refused; a refusal is explained after the command. The host's own 127.0.0.1 services are not reachable unless allowed.".into(),
             Network::On => "- Network: the host's, unfiltered.".into(),
         });
-        lines.push(
-            "- Processes a command starts in the background end when the command ends.".into(),
-        );
+        lines.push(if cfg!(target_os = "linux") {
+            "- A process a command leaves running in the background (a dev server, `cmd &`) keeps running in the sandbox until the session ends; later commands reach it on 127.0.0.1 and localhost, but cannot see or kill it (each command has its own processes). Use a different port if one is taken.".into()
+        } else {
+            "- Processes a command starts in the background end when the command ends.".into()
+        });
         lines.push("- When the sandbox causes a failure, a line starting with [pi-sandbox] after the output says what was refused and how the user can allow it; do not work around it.".into());
         Some(lines.join("\n"))
     }

@@ -122,6 +122,12 @@ impl Commands {
         }
     }
 
+    /// Processes a command left run on: what they do before the next command is audited
+    /// before it (the next baseline would take it for the user's).
+    pub(crate) fn audit_before_next(&self) {
+        lock(&self.slot).audit_due = true;
+    }
+
     /// The ticket's command will not be finished (its handle is gone): audit before the next.
     pub(crate) fn abandon(&self, ticket: Ticket) {
         if self.take(ticket) {

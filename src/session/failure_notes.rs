@@ -105,7 +105,7 @@ impl Session {
             _ => "To reach a service of the host, start pi with --sandbox-network filtered and add \"localhost\" to network.allowedDomains.".into(),
         };
         Some(format!(
-            "{}: inside the sandbox 127.0.0.1 is the command's own loopback, not the host's, and a server a command starts in the background ends with that command. {how}",
+            "{}: inside the sandbox 127.0.0.1 is the sandbox's own loopback (where servers this session's commands leave running listen), not the host's. {how}",
             shown::text(line.trim()).chars().take(160).collect::<String>()
         ))
     }

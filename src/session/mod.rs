@@ -17,6 +17,7 @@ pub(crate) mod network_questions;
 pub(crate) mod prompts;
 pub(crate) mod report;
 pub(crate) mod repos;
+pub(crate) mod servers;
 mod summary;
 mod tmp_dir;
 pub(crate) mod tools;
@@ -235,6 +236,8 @@ pub struct Session {
     questions: Arc<NetworkQuestions>,
     /// The env files the repository tracks, asked of git once (for a note and `/sandbox`).
     committed_env: Arc<crate::surface::committed_env::CommittedEnv>,
+    /// What commands leave running, and the pods it runs in (`servers`).
+    servers: std::cell::RefCell<servers::Servers>,
 }
 
 struct Loaded {
@@ -318,6 +321,7 @@ impl Session {
             repo_git_paths: Default::default(),
             redactor: Default::default(),
             tmp,
+            servers: Default::default(),
         };
         s.reload();
         s
@@ -408,6 +412,10 @@ impl Session {
     /// Stops what runs in the background for this session (the index, the search for env
     /// files): pi's session is over. Both start again if the session is used after all.
     pub(crate) fn dispose(&mut self) {
+        // What commands left running goes first; what it did since the last audit is judged.
+        if self.servers.get_mut().stop() > 0 {
+            self.audit_after_command();
+        }
         self.index = None;
         self.env_search = None;
         // The session's /tmp goes with it, servers' files and all.

@@ -78,12 +78,31 @@ impl Session {
                 (g, h) => format!("{g} (files, commands), hosts: {h}"),
             }
         );
+        self.background_line(&mut out);
         self.recent_refusals(&mut out);
         let _ = writeln!(
             out,
             "/sandbox full: every rule and its file · /sandbox log: the last 30 decisions"
         );
         out
+    }
+
+    /// What commands left running, one line (`/sandbox stop` ends it).
+    fn background_line(&self, out: &mut String) {
+        let running = self.background();
+        if running.is_empty() {
+            return;
+        }
+        let named: Vec<String> = running
+            .iter()
+            .map(|b| format!("{} (pid {})", b.command, b.pid))
+            .collect();
+        let line = format!("Running in the background: {}", named.join(", "));
+        let _ = writeln!(
+            out,
+            "{} · /sandbox stop ends them",
+            shown::text(&line).chars().take(120).collect::<String>()
+        );
     }
 
     fn recent_refusals(&self, out: &mut String) {

@@ -1,4 +1,5 @@
-//! `pi-sandbox-init FILTER_FD LISTENER_FD [--proxy] -- PROGRAM ARGS...`
+//! `pi-sandbox-init FILTER_FD LISTENER_FD [--proxy | --proxy-port PORT] -- PROGRAM ARGS...`
+//! (and, for a session's background processes, `--pod` and `--join`: see `session.rs`)
 //!
 //! The first program inside each sandbox. bwrap cannot install a seccomp filter whose
 //! decisions are made by another process (a user-notification filter needs its listener fd
@@ -15,6 +16,8 @@
 //!    sandbox's network namespace, sends it along (pi-sandbox's proxy accepts the command's
 //!    connections from it: the namespace has no other way out), and points `HTTP_PROXY`,
 //!    `HTTPS_PROXY` and `ALL_PROXY` (and their lower-case forms) at its port;
+//!    With `--proxy-port PORT` the listener is the session's, opened by its pod: only the
+//!    variables are set;
 //! 5. execs PROGRAM (the fd it was itself started from, when bwrap ran it as
 //!    `/proc/self/fd/N`, closes on the way).
 //!
@@ -30,6 +33,8 @@
 
 #[cfg(target_os = "linux")]
 mod proxy_env;
+#[cfg(target_os = "linux")]
+mod session;
 #[cfg(target_os = "linux")]
 mod sys;
 
@@ -124,7 +129,7 @@ fn fail(what: &str, ret: isize) -> ! {
 #[cfg(target_os = "linux")]
 fn usage(what: &str) -> ! {
     say(&[
-        b"pi-sandbox-init: usage: pi-sandbox-init FILTER_FD LISTENER_FD [--proxy] -- PROGRAM ARGS... (",
+        b"pi-sandbox-init: usage: pi-sandbox-init FILTER_FD LISTENER_FD [--proxy | --proxy-port PORT] -- PROGRAM ARGS... (",
         what.as_bytes(),
         b")",
     ]);
@@ -160,6 +165,25 @@ fn fd_arg(a: Option<&[u8]>, what: &str) -> i32 {
         usage(what);
     }
     n
+}
+
+/// A TCP port number.
+#[cfg(target_os = "linux")]
+fn port_arg(a: Option<&[u8]>) -> u16 {
+    let Some(a) = a.filter(|a| !a.is_empty() && a.len() <= 5) else {
+        usage("--proxy-port PORT")
+    };
+    let mut n: u32 = 0;
+    for &c in a {
+        if !c.is_ascii_digit() {
+            usage("--proxy-port PORT");
+        }
+        n = n * 10 + (c - b'0') as u32;
+    }
+    if n == 0 || n > u16::MAX as u32 {
+        usage("--proxy-port PORT");
+    }
+    n as u16
 }
 
 /// The programs in the filter file: each as its length in bytes (u32, little endian), then
@@ -199,12 +223,17 @@ unsafe extern "C" fn start(sp: *const usize) -> ! {
     let argc = *sp;
     let argv = sp.add(1) as *const *const u8;
     let mut envp = argv.add(argc + 1);
-    let arg = |i: usize| (i < argc).then(|| c_str(*argv.add(i)));
+    let arg = |i: usize| -> Option<&'static [u8]> { (i < argc).then(|| c_str(*argv.add(i))) };
 
     // bwrap ran this from an inherited fd (`/proc/self/fd/N`): the command must not get it.
     if let Some(n) = arg(0).and_then(|a| a.strip_prefix(b"/proc/self/fd/")) {
         let fd = fd_arg(Some(n), "own fd");
         sys::fcntl_setfd(fd, libc::FD_CLOEXEC);
+    }
+    match arg(1) {
+        Some(b"--pod") => session::pod(&arg),
+        Some(b"--join") => session::join(&arg, argv, argc, envp),
+        _ => {}
     }
     let filter_fd = fd_arg(arg(1), "FILTER_FD");
     let socket = fd_arg(arg(2), "LISTENER_FD");
@@ -213,6 +242,13 @@ unsafe extern "C" fn start(sp: *const usize) -> ! {
     if proxy {
         next += 1;
     }
+    // The session's door, opened by its pod: only the variables to set.
+    let door_port = if arg(next) == Some(b"--proxy-port") {
+        next += 2;
+        Some(port_arg(arg(next - 1)))
+    } else {
+        None
+    };
     if arg(next) != Some(b"--") {
         usage("missing --");
     }
@@ -252,6 +288,9 @@ unsafe extern "C" fn start(sp: *const usize) -> ! {
         let (door, port) = sys::listen_on_loopback().unwrap_or_else(|(what, r)| fail(what, r));
         handed[2] = door;
         count = 3;
+        envp = with_proxy_env(envp, port);
+    }
+    if let Some(port) = door_port {
         envp = with_proxy_env(envp, port);
     }
     let mut framed: &[u8] = &filter[..len];

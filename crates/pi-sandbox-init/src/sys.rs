@@ -342,3 +342,94 @@ pub unsafe fn execve(path: &[u8], argv: *const *const u8, envp: *const *const u8
         ],
     )
 }
+
+/// `openat(AT_FDCWD, path, flags)`; `path` must end with NUL.
+pub fn open(path: &[u8], flags: i32) -> isize {
+    // SAFETY: a NUL-terminated path, live for the call.
+    unsafe {
+        syscall(
+            libc::SYS_openat,
+            [
+                libc::AT_FDCWD as usize,
+                path.as_ptr() as usize,
+                flags as usize,
+                0,
+                0,
+                0,
+            ],
+        )
+    }
+}
+
+/// `setns(fd, nstype)`.
+pub fn setns(fd: i32, nstype: i32) -> isize {
+    // SAFETY: integers only.
+    unsafe { syscall(libc::SYS_setns, [fd as usize, nstype as usize, 0, 0, 0, 0]) }
+}
+
+
+/// `fork()` (as `clone(SIGCHLD)`): 0 in the child, the child's pid in the parent, or `-errno`.
+pub fn fork() -> isize {
+    // SAFETY: no threads and no library state here: the child continues on a copy of this
+    // process's memory, as after fork(2).
+    unsafe {
+        syscall(
+            libc::SYS_clone,
+            [libc::SIGCHLD as usize, 0, 0, 0, 0, 0],
+        )
+    }
+}
+
+/// `wait4(pid, &status, 0, NULL)`: the child's wait status, or `-errno`.
+pub fn wait(pid: i32) -> Result<i32, isize> {
+    let mut status: i32 = 0;
+    // SAFETY: `status` is live for the call; the kernel fills it.
+    let r = unsafe {
+        syscall(
+            libc::SYS_wait4,
+            [pid as usize, &mut status as *mut i32 as usize, 0, 0, 0, 0],
+        )
+    };
+    if r < 0 {
+        Err(r)
+    } else {
+        Ok(status)
+    }
+}
+
+/// `unshare(flags)`.
+pub fn unshare(flags: i32) -> isize {
+    // SAFETY: integers only.
+    unsafe { syscall(libc::SYS_unshare, [flags as usize, 0, 0, 0, 0, 0]) }
+}
+
+/// `mount(source, target, fstype, flags, NULL)`; the strings must end with NUL.
+pub fn mount(source: &[u8], target: &[u8], fstype: &[u8], flags: u64) -> isize {
+    // SAFETY: NUL-terminated strings, live for the call.
+    unsafe {
+        syscall(
+            libc::SYS_mount,
+            [
+                source.as_ptr() as usize,
+                target.as_ptr() as usize,
+                fstype.as_ptr() as usize,
+                flags as usize,
+                0,
+                0,
+            ],
+        )
+    }
+}
+
+/// SIGCHLD ignored: the kernel reaps this process's children itself (no zombies).
+pub fn reap_children_automatically() -> isize {
+    // The kernel's `struct sigaction`: handler (SIG_IGN), flags, restorer, mask.
+    let action: [usize; 4] = [1, 0, 0, 0];
+    // SAFETY: `action` is live for the call; the kernel reads it.
+    unsafe {
+        syscall(
+            libc::SYS_rt_sigaction,
+            [libc::SIGCHLD as usize, action.as_ptr() as usize, 0, 8, 0, 0],
+        )
+    }
+}

@@ -119,7 +119,23 @@ pub(crate) struct Extras<'a> {
     /// `pi-sandbox-init` runs straight from the fd it inherits, rather than from a copy bwrap
     /// writes into the private /tmp for every command (a megabyte: about 1.4 ms a command).
     pub(crate) init_from_fd: bool,
+    /// The command runs in the session's pod (`linux::pod`), not on its own.
+    pub(crate) pod: Option<InPod>,
 }
+
+/// What a command run in the session's pod needs to be told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct InPod {
+    /// The user's own ids: the pod's user namespace makes them root there, and the command's
+    /// own namespace maps them back.
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
+    /// The proxy's door on the pod's 127.0.0.1 (filtered network).
+    pub(crate) door_port: Option<u16>,
+}
+
+/// Tells `pi-sandbox-init` the port of the session's door, which the pod opened.
+pub(crate) const PROXY_PORT_FLAG: &str = "--proxy-port";
 
 /// Tells `pi-sandbox-init` to open the proxy's listening socket inside the command's network
 /// namespace, hand it to the supervisor and point the proxy variables at it.
@@ -142,12 +158,13 @@ pub(crate) fn build(
         set_env,
         supervised,
         init_from_fd,
+        pod,
     } = extras;
     let mut out = BwrapArgs {
         args: Vec::new(),
         fds: Vec::new(),
     };
-    out.isolation(features, plan.network);
+    out.isolation(features, plan.network, pod);
     // The proxy's listener is made inside the namespace by pi-sandbox-init.
     if plan.network == Network::Filtered && !supervised {
         return Err(BwrapError::FilteredNeedsInit);
@@ -160,7 +177,7 @@ pub(crate) fn build(
     }
     out.mounts(plan)?;
     let prefix = if supervised {
-        out.init_prefix(plan.network, init_from_fd)
+        out.init_prefix(plan.network, init_from_fd, pod.and_then(|p| p.door_port))
     } else {
         Vec::new()
     };
@@ -175,14 +192,17 @@ pub(crate) fn build(
 }
 
 impl BwrapArgs {
-    /// The namespaces and capabilities the command loses.
-    fn isolation(&mut self, features: Features, network: Network) {
+    /// The namespaces and capabilities the command loses. In the session's pod, what it leaves
+    /// running outlives it (no `--die-with-parent`), in the pod's network namespace.
+    fn isolation(&mut self, features: Features, network: Network, pod: Option<InPod>) {
+        if pod.is_none() {
+            self.args.push("--die-with-parent".into());
+        }
         for f in [
-            "--die-with-parent",
             // setsid: the sandboxed command cannot push keystrokes into pi's terminal (TIOCSTI).
             "--new-session",
-            // Own PID namespace: host processes are invisible, and everything started inside
-            // (setsid, nohup, &) dies when the command's pid 1 exits.
+            // Own PID namespace: host processes (and other commands') are invisible; without
+            // the pod, everything started inside (setsid, nohup, &) dies with the command.
             "--unshare-pid",
             "--unshare-ipc",
             "--unshare-uts",
@@ -190,6 +210,18 @@ impl BwrapArgs {
             "ALL",
         ] {
             self.args.push(f.into());
+        }
+        if let Some(pod) = pod {
+            self.args.push("--unshare-user".into());
+            for (flag, id) in [("--uid", pod.uid), ("--gid", pod.gid)] {
+                self.args.push(flag.into());
+                self.args.push(id.to_string().into());
+            }
+            if features.disable_userns {
+                self.args.push("--disable-userns".into());
+            }
+            // The pod's network namespace, entered before bwrap runs.
+            return;
         }
         if features.disable_userns {
             self.args.push("--unshare-user".into());
@@ -271,7 +303,12 @@ impl BwrapArgs {
 
     /// What the command runs under, before its own argv: pi-sandbox-init (from its executable
     /// fd, or copied into the private /tmp), its filter's and socket's fds.
-    fn init_prefix(&mut self, network: Network, init_from_fd: bool) -> Vec<OsString> {
+    fn init_prefix(
+        &mut self,
+        network: Network,
+        init_from_fd: bool,
+        door_port: Option<u16>,
+    ) -> Vec<OsString> {
         let init = self.next_fd();
         let program: OsString = if init_from_fd {
             self.fds.push(FdSource::InitExecutable);
@@ -297,8 +334,13 @@ impl BwrapArgs {
             filter.to_string().into(),
             socket.to_string().into(),
         ];
-        if network == Network::Filtered {
-            prefix.push(PROXY_FLAG.into());
+        match (network, door_port) {
+            (Network::Filtered, Some(port)) => {
+                prefix.push(PROXY_PORT_FLAG.into());
+                prefix.push(port.to_string().into());
+            }
+            (Network::Filtered, None) => prefix.push(PROXY_FLAG.into()),
+            _ => {}
         }
         prefix.push("--".into());
         prefix
@@ -360,6 +402,7 @@ mod tests {
         set_env: &[],
         supervised: false,
         init_from_fd: false,
+        pod: None,
     };
 
     fn strings(v: &[OsString]) -> Vec<String> {
@@ -379,6 +422,7 @@ mod tests {
                 set_env: &[],
                 supervised: true,
                 init_from_fd: false,
+                pod: None,
             },
             &[
                 "bash".into(),

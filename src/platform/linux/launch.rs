@@ -67,6 +67,12 @@ fn bwrap_launch(
     let tmp_dir = setup.tmp_dir;
     let filters =
         crate::platform::linux::seccomp::kernel_filters().map_err(LaunchError::Seccomp)?;
+    let in_pod = setup.pod.map(|pod| bwrap::InPod {
+        // SAFETY: getuid and getgid cannot fail.
+        uid: unsafe { libc::getuid() },
+        gid: unsafe { libc::getgid() },
+        door_port: pod.door_port(),
+    });
     let built = bwrap::build(
         plan,
         bwrap::Extras {
@@ -76,6 +82,7 @@ fn bwrap_launch(
             set_env: setup.set_env,
             supervised: true,
             init_from_fd: executable_init().is_some(),
+            pod: in_pod,
         },
         command,
     )?;
@@ -104,8 +111,12 @@ fn bwrap_launch(
     }
     let mut args: Vec<OsString> = vec!["--args".into(), ARGS_FD.to_string().into()];
     args.extend(built.args.iter().skip(options.len()).cloned());
+    let mut program = setup.program.to_path_buf();
+    if let Some(pod) = setup.pod {
+        (program, args) = joining(pod, &setup.program.as_os_str().to_os_string(), args, &mut fds)?;
+    }
     Ok(Launch {
-        program: setup.program.to_path_buf(),
+        program,
         args,
         shown: built.args,
         fds,
@@ -118,7 +129,56 @@ fn bwrap_launch(
             .net
             .filter(|_| plan.network == Network::Filtered)
             .cloned(),
+        in_pod: setup.pod.is_some(),
     })
+}
+
+/// The launch of bwrap (`bwrap_program` with `args`) in `pod`: through `pi-sandbox-init
+/// --join`, which enters the pod's namespaces first. The fds it needs follow bwrap's in
+/// `fds`. Returns the program to spawn and its arguments.
+fn joining(
+    pod: &crate::platform::linux::pod::Pod,
+    bwrap_program: &OsString,
+    args: Vec<OsString>,
+    fds: &mut Vec<OwnedFd>,
+) -> Result<(PathBuf, Vec<OsString>), LaunchError> {
+    let pod_error = |e: std::io::Error| LaunchError::Pod(e.to_string());
+    let (user, net, pid) = pod.join_fds().map_err(pod_error)?;
+    // The fd numbers the child gets: 3 onwards, in `fds` order.
+    let next = |fd: OwnedFd, fds: &mut Vec<OwnedFd>| -> OsString {
+        fds.push(fd);
+        (ARGS_FD as usize + fds.len() - 1).to_string().into()
+    };
+    let mut joined: Vec<OsString> = vec!["--join".into(), next(user, fds)];
+    joined.push(match net {
+        Some(net) => next(net, fds),
+        None => "-".into(),
+    });
+    joined.push(next(pid, fds));
+    joined.push("--".into());
+    joined.push(bwrap_program.clone());
+    joined.extend(args);
+    let (program, init_fd) = init_to_run()?;
+    let program = match init_fd {
+        Some(fd) => format!("/proc/self/fd/{}", next(fd, fds).to_string_lossy()).into(),
+        None => program,
+    };
+    Ok((program, joined))
+}
+
+/// How a process outside the sandbox runs `pi-sandbox-init` (a pod, a command's `--join`):
+/// from its executable memfd (the path names the fd it must get) or from the file on disk.
+pub(crate) fn init_to_run() -> Result<(PathBuf, Option<OwnedFd>), LaunchError> {
+    if let Some(memfd) = executable_init() {
+        let fd = reopen(memfd).map_err(|e| LaunchError::Pod(e.to_string()))?;
+        return Ok((PathBuf::new(), Some(fd)));
+    }
+    init_program()?;
+    init_candidates()
+        .into_iter()
+        .find(|p| std::fs::read(p).is_ok_and(|b| b.starts_with(b"\x7fELF")))
+        .map(|p| (p, None))
+        .ok_or_else(|| LaunchError::Pod("pi-sandbox-init is not on disk".into()))
 }
 
 /// The socket supervisor for one command, started: it judges the command's `connect` and
@@ -127,6 +187,8 @@ fn bwrap_launch(
 fn start_supervisor(setup: &Setup, plan: &MountPlan) -> Result<(Supervisor, OwnedFd), LaunchError> {
     let (ours, theirs) = socket_pair().map_err(|e| LaunchError::Supervisor(e.to_string()))?;
     let door: Option<crate::platform::linux::supervisor::Door> = match (plan.network, setup.net) {
+        // The pod opened the door; init sends none.
+        (Network::Filtered, _) if setup.pod.is_some() => None,
         (Network::Filtered, Some(net)) => {
             let net = net.clone();
             Some(Box::new(move |fd: OwnedFd| {
@@ -193,7 +255,8 @@ fn open_fd(
     })
 }
 
-fn socket_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
+/// A connected pair of `SOCK_SEQPACKET` unix sockets (close-on-exec).
+pub(crate) fn socket_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
     use std::os::fd::FromRawFd;
     let mut fds = [0; 2];
     // SAFETY: socketpair fills two new descriptors on success.

@@ -8,4 +8,6 @@ pub(crate) mod fd_passing;
 pub(crate) mod launch;
 pub(crate) mod seccomp;
 #[cfg(target_os = "linux")]
+pub(crate) mod pod;
+#[cfg(target_os = "linux")]
 pub(crate) mod supervisor;

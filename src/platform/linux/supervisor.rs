@@ -98,10 +98,11 @@ impl Supervisor {
         Ok(Supervisor { refusals, done })
     }
 
-    /// What was refused. Waits a moment for the thread to see the last process go (the
-    /// command has exited by now); a thread still waiting is left to end on its own.
-    pub(crate) fn finish(self) -> Vec<Refusal> {
-        let _ = self.done.recv_timeout(std::time::Duration::from_secs(2));
+    /// What was refused. Waits up to `wait` for the thread to see the last process go (the
+    /// command has exited by now; what it left running may not); a thread still serving is
+    /// left to end on its own, with the last of them.
+    pub(crate) fn finish(self, wait: std::time::Duration) -> Vec<Refusal> {
+        let _ = self.done.recv_timeout(wait);
         std::mem::take(&mut *self.refusals.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }

@@ -183,6 +183,7 @@ pub(crate) fn seatbelt(setup: &Setup, command: &str) -> Result<Launch, LaunchErr
         supervisor: None,
         set_env,
         net,
+        in_pod: false,
     })
 }
 
