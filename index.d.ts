@@ -215,6 +215,13 @@ export declare class PreparedCommand {
   /** Closes this process's copies of `fds` (the child has its own once spawned). */
   release(): void
   /**
+   * Stops the run spawned from this launch (`pid`: the spawned child's): SIGKILL to it and
+   * every process descended from it, the sandbox's own first process included (outside the
+   * child's process group; its end ends everything the command started). For abort and
+   * timeout, before the process group is killed.
+   */
+  stop(pid: number): void
+  /**
    * After the run: releases the fds, removes the run's temp files and audits what the
    * command left on pi's control surface (moved aside). One sentence per finding; empty
    * when all is well, or when this command was audited already.
@@ -491,10 +498,7 @@ export declare class Sandbox {
    * @throws {SandboxError} `E_BAD_NETWORK`.
    */
   modelBrief(network?: NetworkMode | undefined | null): string | null
-  /**
-   * `/sandbox stop`: ends what this session's commands left running (servers, `cmd &`);
-   * how many processes ran.
-   */
+  /** `/sandbox stop`: ends what this session's commands left running; how many processes ran. */
   stopBackground(): number
   /**
    * `/sandbox`: one screen of what holds now (mode, bash's engine and network, where it

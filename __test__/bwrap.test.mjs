@@ -7,7 +7,7 @@ import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { runPrepared, runPreparedSync } from "./helpers/launch.mjs";
+import { runPrepared, runPreparedSync, runPreparedToFiles } from "./helpers/launch.mjs";
 import { makeWorld, openPathForAnyone, repo } from "./helpers/pi-run.mjs";
 
 const { Sandbox } = await import(path.join(repo, "index.js"));
@@ -89,10 +89,15 @@ test("exit codes and signals are preserved; no temp file is left on the host", (
   }
 });
 
-test("host processes are invisible, no privileges, and nothing started inside outlives the command", (t) => {
-  const { run } = setup(t);
+test("host processes are invisible, no privileges; what a command leaves running lives on in its sandbox, and nothing outlives the session", (t) => {
+  const { w, sandbox } = setup(t);
+  const s = sandbox();
   const marker = `${Date.now() % 100000}.${process.pid}`;
-  const r = run(`kill -0 ${process.pid} 2>/dev/null && echo host-visible; ls /proc | grep -c '^[0-9]'; setsid sleep ${marker} & nohup sleep ${marker} >/dev/null 2>&1 & disown; echo started; grep -E '^(NoNewPrivs|CapEff|CapPrm)' /proc/self/status`);
+  const p = s.prepareBash(`kill -0 ${process.pid} 2>/dev/null && echo host-visible; ls /proc | grep -c '^[0-9]'; setsid sleep ${marker} & nohup sleep ${marker} >/dev/null 2>&1 & disown; echo started; grep -E '^(NoNewPrivs|CapEff|CapPrm)' /proc/self/status`, "off");
+  assert.equal(p.verdict, "sandboxed", p.reason);
+  const r = runPreparedToFiles(p, { cwd: w.project, env: { ...process.env, TMPDIR: w.tmp }, dir: w.root });
+  const pgrep = () => spawnSync("pgrep", ["-f", `sleep ${marker}`], { encoding: "utf8" }).stdout.trim();
+  t.after(() => spawnSync("pkill", ["-9", "-f", `sleep ${marker}`]));
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /^NoNewPrivs:\s+1$/m);
   assert.match(r.stdout, /^CapEff:\s+0+$/m);
@@ -100,8 +105,10 @@ test("host processes are invisible, no privileges, and nothing started inside ou
   assert.doesNotMatch(r.stdout, /host-visible/);
   const pids = Number(r.stdout.split("\n")[0]);
   assert.ok(pids < 10, `saw ${pids} processes`);
-  const left = spawnSync("pgrep", ["-f", `sleep ${marker}`], { encoding: "utf8" });
-  assert.equal(left.stdout.trim(), "", "a background process outlived the sandbox");
+  assert.equal(pgrep().split("\n").filter(Boolean).length, 2, "what the command left running did not live on");
+  assert.match(r.findings.join("\n"), /Still running in the sandbox: .*sleep/, r.findings.join("\n"));
+  s.dispose();
+  assert.equal(pgrep(), "", "a background process outlived the session");
 });
 
 test("tricky commands arrive byte for byte", (t) => {

@@ -60,9 +60,10 @@ test("bash output streams while the command runs; exit codes and signals come th
     .map((m) => text(m.partialResult))
     .filter((s) => /tick-/.test(s));
   assert.ok(updates.some((s) => /tick-1/.test(s) && !/tick-3/.test(s)), JSON.stringify(updates));
-  // bwrap (outer and inner) is pi's own child: no `bash -c` between them
+  // bwrap (outer and inner) runs under pi-sandbox-init --join (which enters the session's
+  // namespaces), pi's own child: no `bash -c` between them
   assert.ok(chain, "the sleep was not seen running");
-  assert.deepEqual(chain.slice(-3), ["bwrap", "bwrap", "pi"], JSON.stringify(chain));
+  assert.deepEqual(chain.slice(-4), ["bwrap", "bwrap", "pi-sandbox", "pi"], JSON.stringify(chain));
   const [, second, third] = ends(r);
   assert.match(text(second.result), /out\n[^]*err/);
   assert.match(text(second.result), /exited with code 42/);

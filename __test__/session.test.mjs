@@ -2,11 +2,10 @@
 // the next, whichever tool made it, and bash runs a command as pi's own bash does.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import path from "node:path";
-import { makeWorld, runPi, runPiRpc } from "./helpers/pi-run.mjs";
+import { makeWorld, runPi } from "./helpers/pi-run.mjs";
 
 const call = (name, args) => ({ name, arguments: args });
 
@@ -97,81 +96,4 @@ test("failures the sandbox causes say so in one line: a write outside the writab
   assert.match(home, /\[pi-sandbox\] .*home\/notes\.txt is outside the folders bash may write.*holds your home or the project: add a narrower folder/, home);
   assert.doesNotMatch(connect, /HOST-SERVICE/, connect);
   assert.match(connect, /\[pi-sandbox\] .*127\.0\.0\.1 is the sandbox's own loopback \(where servers this session's commands leave running listen\), not the host's.*"localhost" to network\.allowedDomains/, connect);
-});
-
-/** Host processes whose command line holds `marker` (none: []). */
-function processesWith(marker) {
-  try {
-    return execFileSync("pgrep", ["-f", marker], { encoding: "utf8" }).trim().split("\n").filter(Boolean);
-  } catch {
-    return [];
-  }
-}
-
-for (const network of ["filtered", "off"]) {
-  test(`servers live for the session (network ${network}): a server one bash call starts in the background answers the next on 127.0.0.1 and localhost, the note says it runs on, and it is gone when the session ends`, async (t) => {
-    const w = makeWorld(`session-server-${network}`);
-    t.after(w.cleanup);
-    const port = 20000 + ((process.pid * 7 + (network === "off" ? 1 : 0)) % 20000);
-    const marker = `http.server ${port}`;
-    t.after(() => {
-      for (const pid of processesWith(marker)) process.kill(Number(pid), "SIGKILL");
-    });
-    const r = await runPi({
-      world: w,
-      args: ["--sandbox-network", network],
-      script: [
-        [call("bash", { command: `python3 -m http.server ${port} --bind 127.0.0.1 --directory /tmp > /tmp/server.log 2>&1 &\nfor i in $(seq 50); do curl -s -o /dev/null http://127.0.0.1:${port}/ && break; sleep 0.1; done; echo STARTED` })],
-        [call("bash", { command: `curl -sS --max-time 5 http://127.0.0.1:${port}/ | head -c 200; echo; curl -sS --max-time 5 -o /dev/null -w 'LOCALHOST-%{http_code}\\n' http://localhost:${port}/` })],
-        [call("bash", { command: "cat /tmp/server.log | head -c 300" })],
-      ],
-    });
-    assert.equal(r.code, 0, r.stderr);
-    const [start, next, log] = r.results.map((x) => x.text);
-    assert.match(start, /STARTED/, start);
-    assert.match(start, new RegExp(`\\[pi-sandbox\\] Still running in the sandbox: .*${marker}.* keeps running for this session`), start);
-    assert.match(next, /Directory listing/, next);
-    assert.match(next, /LOCALHOST-200/, next);
-    assert.doesNotMatch(next, /Still running/, "the note is for the command that left it");
-    assert.match(log, /GET \/ HTTP/, log);
-    // pi has exited: the session's servers went with it.
-    assert.deepEqual(processesWith(marker), [], "a server outlived the session");
-  });
-}
-
-test("/sandbox lists what commands left running and /sandbox stop ends it", async (t) => {
-  const w = makeWorld("session-server-stop");
-  t.after(w.cleanup);
-  const port = 40000 + (process.pid % 20000);
-  const marker = `http.server ${port}`;
-  t.after(() => {
-    for (const pid of processesWith(marker)) process.kill(Number(pid), "SIGKILL");
-  });
-  const reports = [];
-  let step = 0;
-  let runningDuring = [];
-  const r = await runPiRpc({
-    world: w,
-    script: [[call("bash", { command: `python3 -m http.server ${port} --bind 127.0.0.1 > /dev/null 2>&1 & sleep 0.5; echo STARTED` })]],
-    onMessage: (msg, send) => {
-      if (msg.type === "agent_end" && step === 0) {
-        step = 1;
-        runningDuring = processesWith(marker);
-        send({ id: "p2", type: "prompt", message: "/sandbox" });
-      } else if (msg.type === "extension_ui_request" && msg.method === "notify") {
-        reports.push(msg.message);
-        if (step === 1 && /^pi-sandbox: /.test(msg.message)) {
-          step = 2;
-          send({ id: "p3", type: "prompt", message: "/sandbox stop" });
-        } else if (step === 2 && /background process/.test(msg.message)) step = 3;
-      }
-    },
-    until: () => step === 3,
-  });
-  assert.equal(r.code, 0, r.stderr);
-  assert.equal(runningDuring.length, 1, `the server was not running between prompts: ${runningDuring}`);
-  const summary = reports.find((m) => /^pi-sandbox: /.test(m));
-  assert.match(summary, new RegExp(`^Running in the background: .*${marker}.*/sandbox stop ends them$`, "m"), summary);
-  assert.ok(reports.some((m) => /^Stopped 1 background process left by this session's commands\.$/.test(m)), reports.join("\n"));
-  assert.deepEqual(processesWith(marker), []);
 });

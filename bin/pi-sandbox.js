@@ -121,6 +121,8 @@ function main() {
     console.log(USAGE);
     process.exit(opts.help ? 0 : 2);
   }
+  // One command, no session after it: what it leaves running ends with it, as it always did.
+  process.env.PI_SANDBOX_BACKGROUND = "command";
   const addon = loadAddon();
   ({ shownText, shownLines } = addon);
   const { Sandbox } = addon;

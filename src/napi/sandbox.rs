@@ -767,8 +767,7 @@ impl Sandbox {
         Ok(self.commands.session().model_brief(asked))
     }
 
-    /// `/sandbox stop`: ends what this session's commands left running (servers, `cmd &`);
-    /// how many processes ran.
+    /// `/sandbox stop`: ends what this session's commands left running; how many processes ran.
     #[napi(catch_unwind)]
     pub fn stop_background(&self) -> u32 {
         self.commands.session().stop_background() as u32

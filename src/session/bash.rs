@@ -25,7 +25,7 @@ use crate::violations::Violation;
 
 fn built(launch: Result<Launch, LaunchError>) -> Prepared {
     match launch {
-        Ok(l) => Prepared::Sandboxed(l),
+        Ok(l) => Prepared::Sandboxed(Box::new(l)),
         Err(e) => Prepared::Denied(format!(
             "Blocked: the sandbox for this command could not be set up: {e}"
         )),

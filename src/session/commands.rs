@@ -23,7 +23,7 @@ pub struct Ticket(u64);
 #[derive(Debug)]
 // `pub`, not `pub(crate)`: an N-API task's output (napi/), which napi-rs declares public.
 pub enum Prepared {
-    Sandboxed(Launch),
+    Sandboxed(Box<Launch>),
     /// The user turned protection off; run the command as is.
     Unsandboxed(String),
     /// No OS sandbox works: run it unsandboxed only if the user says so now (`prompt`).
@@ -44,6 +44,8 @@ struct Slot {
 pub(crate) struct Commands {
     session: Mutex<Session>,
     slot: Mutex<Slot>,
+    /// What the audit before a command found (left by processes between commands).
+    pending: Mutex<Vec<Finding>>,
 }
 
 /// A poisoned lock means a panic was caught mid-call; the state it guards is still the last
@@ -59,6 +61,7 @@ impl Commands {
         Commands {
             session: Mutex::new(session),
             slot: Mutex::default(),
+            pending: Mutex::default(),
         }
     }
 
@@ -85,7 +88,9 @@ impl Commands {
         let mut session = self.session();
         if audit_due {
             // An abandoned command's findings are neutralised; blocking ones stay blocking.
-            session.audit_after_command();
+            // What processes left running did between commands is said after this one.
+            let found = session.audit_after_command();
+            lock(&self.pending).extend(found);
         }
         let prepared = prepare(&mut session);
         drop(session);
@@ -97,13 +102,16 @@ impl Commands {
         }
     }
 
-    /// The audit after the ticket's command; empty if it was audited already.
+    /// The audit after the ticket's command (with what the audit before it found); empty if
+    /// it was audited already.
     pub(crate) fn finish(&self, ticket: Ticket) -> Vec<Finding> {
         if !self.take(ticket) {
             return vec![];
         }
         self.wait_for_index();
-        self.session().audit_after_command()
+        let mut found = std::mem::take(&mut *lock(&self.pending));
+        found.extend(self.session().audit_after_command());
+        found
     }
 
     /// Waits for the session's index to be built and the first search for env files to end,

@@ -182,11 +182,20 @@ mod tests {
     fn the_note_names_what_runs_and_how_long() {
         assert_eq!(left_running_note(&[]), None);
         let one = left_running_note(&[bg(7, "python3 -m http.server 8000")]).unwrap();
-        assert!(one.contains("python3 -m http.server 8000 (host pid 7) keeps running"), "{one}");
-        assert!(one.contains("127.0.0.1") && one.contains("/sandbox stop"), "{one}");
+        assert!(
+            one.contains("python3 -m http.server 8000 (host pid 7) keeps running"),
+            "{one}"
+        );
+        assert!(
+            one.contains("127.0.0.1") && one.contains("/sandbox stop"),
+            "{one}"
+        );
         let many: Vec<Background> = (1..=5).map(|i| bg(i, &format!("node s{i}.js"))).collect();
         let note = left_running_note(&many).unwrap();
-        assert!(note.contains("node s3.js (host pid 3), 2 more keep running"), "{note}");
+        assert!(
+            note.contains("node s3.js (host pid 3), 2 more keep running"),
+            "{note}"
+        );
         assert!(!note.contains("s4.js"), "{note}");
     }
 

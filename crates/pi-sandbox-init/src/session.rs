@@ -29,7 +29,10 @@ pub unsafe fn pod(arg: &dyn Fn(usize) -> Option<&'static [u8]>) -> ! {
     // Not its user namespace: an unprivileged bwrap runs its command in a second one, nested
     // in the one that owns these, and only pi-sandbox (outside) can name that owner.
     let mut handed = [-1i32; 3];
-    for (i, path) in [b"/proc/self/ns/net\0", b"/proc/self/ns/pid\0"].iter().enumerate() {
+    for (i, path) in [b"/proc/self/ns/net\0", b"/proc/self/ns/pid\0"]
+        .iter()
+        .enumerate()
+    {
         let fd = sys::open(*path, libc::O_RDONLY | libc::O_CLOEXEC);
         if fd < 0 {
             fail("opening the pod's namespaces", fd);
@@ -74,6 +77,8 @@ pub unsafe fn join(
     argc: usize,
     envp: *const *const u8,
 ) -> ! {
+    // In `ps`, between pi and bwrap (its name would be the fd it runs from).
+    sys::set_name(b"pi-sandbox\0");
     let user = fd_arg(arg(2), "USERNS");
     let net = match arg(3) {
         Some(b"-") => None,
@@ -84,8 +89,16 @@ pub unsafe fn join(
         usage("--join USERNS NETNS|- PIDNS -- PROGRAM ARGS...");
     }
     for (fd, kind, what) in [
-        (Some(user), libc::CLONE_NEWUSER, "entering the session's user namespace"),
-        (net, libc::CLONE_NEWNET, "entering the session's network namespace"),
+        (
+            Some(user),
+            libc::CLONE_NEWUSER,
+            "entering the session's user namespace",
+        ),
+        (
+            net,
+            libc::CLONE_NEWNET,
+            "entering the session's network namespace",
+        ),
     ] {
         let Some(fd) = fd else { continue };
         let r = sys::setns(fd, kind);
@@ -99,7 +112,7 @@ pub unsafe fn join(
         fail("making a mount namespace for the sandbox", r);
     }
     // Nothing mounted here reaches another namespace.
-    let r = sys::mount(b"none\0", b"/\0", b"\0", (libc::MS_REC | libc::MS_SLAVE) as u64);
+    let r = sys::mount(b"none\0", b"/\0", b"\0", libc::MS_REC | libc::MS_SLAVE);
     if r < 0 {
         fail("making the mount namespace private", r);
     }
@@ -121,7 +134,7 @@ pub unsafe fn join(
     }
     if child == 0 {
         let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
-        let r = sys::mount(b"proc\0", b"/proc\0", b"proc\0", flags as u64);
+        let r = sys::mount(b"proc\0", b"/proc\0", b"proc\0", flags);
         if r < 0 {
             fail("mounting the session's /proc", r);
         }

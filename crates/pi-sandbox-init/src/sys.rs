@@ -367,17 +367,11 @@ pub fn setns(fd: i32, nstype: i32) -> isize {
     unsafe { syscall(libc::SYS_setns, [fd as usize, nstype as usize, 0, 0, 0, 0]) }
 }
 
-
 /// `fork()` (as `clone(SIGCHLD)`): 0 in the child, the child's pid in the parent, or `-errno`.
 pub fn fork() -> isize {
     // SAFETY: no threads and no library state here: the child continues on a copy of this
     // process's memory, as after fork(2).
-    unsafe {
-        syscall(
-            libc::SYS_clone,
-            [libc::SIGCHLD as usize, 0, 0, 0, 0, 0],
-        )
-    }
+    unsafe { syscall(libc::SYS_clone, [libc::SIGCHLD as usize, 0, 0, 0, 0, 0]) }
 }
 
 /// `wait4(pid, &status, 0, NULL)`: the child's wait status, or `-errno`.
@@ -404,7 +398,7 @@ pub fn unshare(flags: i32) -> isize {
 }
 
 /// `mount(source, target, fstype, flags, NULL)`; the strings must end with NUL.
-pub fn mount(source: &[u8], target: &[u8], fstype: &[u8], flags: u64) -> isize {
+pub fn mount(source: &[u8], target: &[u8], fstype: &[u8], flags: libc::c_ulong) -> isize {
     // SAFETY: NUL-terminated strings, live for the call.
     unsafe {
         syscall(
@@ -432,4 +426,22 @@ pub fn reap_children_automatically() -> isize {
             [libc::SIGCHLD as usize, action.as_ptr() as usize, 0, 8, 0, 0],
         )
     }
+}
+
+/// `prctl(PR_SET_NAME, name)`: what `ps` shows as the process's name; `name` ends with NUL.
+pub fn set_name(name: &[u8]) {
+    // SAFETY: a NUL-terminated string of at most 16 bytes, live for the call.
+    unsafe {
+        syscall(
+            libc::SYS_prctl,
+            [
+                libc::PR_SET_NAME as usize,
+                name.as_ptr() as usize,
+                0,
+                0,
+                0,
+                0,
+            ],
+        )
+    };
 }

@@ -85,6 +85,25 @@ pub(crate) fn receive_fds<const N: usize>(socket: RawFd) -> Option<[OwnedFd; N]>
     }
 }
 
+/// A connected pair of `SOCK_SEQPACKET` unix sockets (close-on-exec).
+pub(crate) fn socket_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: socketpair fills two new descriptors on success.
+    let rc = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both are new descriptors we own.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,6 +13,7 @@ use crate::platform::command::{
     bash_argv, plan_for, script_error, Command, Launch, LaunchError, Setup, Supervisor,
 };
 use crate::platform::linux::bwrap::{self, FdSource, ARGS_FD};
+use crate::platform::linux::fd_passing::socket_pair;
 use crate::platform::linux::seccomp::Program;
 use crate::platform::mounts::MountPlan;
 use crate::policy::bash::Network;
@@ -113,7 +114,12 @@ fn bwrap_launch(
     args.extend(built.args.iter().skip(options.len()).cloned());
     let mut program = setup.program.to_path_buf();
     if let Some(pod) = setup.pod {
-        (program, args) = joining(pod, &setup.program.as_os_str().to_os_string(), args, &mut fds)?;
+        (program, args) = joining(
+            pod,
+            &setup.program.as_os_str().to_os_string(),
+            args,
+            &mut fds,
+        )?;
     }
     Ok(Launch {
         program,
@@ -253,26 +259,6 @@ fn open_fd(
             .take()
             .ok_or_else(|| LaunchError::Supervisor("named twice".into()))?,
     })
-}
-
-/// A connected pair of `SOCK_SEQPACKET` unix sockets (close-on-exec).
-pub(crate) fn socket_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    use std::os::fd::FromRawFd;
-    let mut fds = [0; 2];
-    // SAFETY: socketpair fills two new descriptors on success.
-    let rc = unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-            0,
-            fds.as_mut_ptr(),
-        )
-    };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both are new descriptors we own.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// `pi-sandbox-init`'s executable, read once per process from beside this library (the

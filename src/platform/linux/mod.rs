@@ -6,8 +6,8 @@ pub(crate) mod bwrap;
 pub(crate) mod fd_passing;
 #[cfg(target_os = "linux")]
 pub(crate) mod launch;
-pub(crate) mod seccomp;
 #[cfg(target_os = "linux")]
 pub(crate) mod pod;
+pub(crate) mod seccomp;
 #[cfg(target_os = "linux")]
 pub(crate) mod supervisor;

@@ -69,41 +69,8 @@ impl Pod {
         network: Network,
     ) -> std::io::Result<(Pod, Option<TcpListener>)> {
         let (lifeline_read, lifeline) = pipe()?;
-        let (ours, theirs) = crate::platform::linux::launch::socket_pair()?;
-        let inherited: Vec<i32> = [&lifeline_read, &theirs]
-            .into_iter()
-            .chain(program.init_fd.as_ref())
-            .map(|f| f.as_raw_fd())
-            .collect();
-        let mut cmd = std::process::Command::new(program.bwrap);
-        cmd.args(["--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]);
-        if network.own_namespace() {
-            cmd.arg("--unshare-net");
-        }
-        cmd.args(["--as-pid-1", "--ro-bind", "/", "/", "--proc", "/proc"])
-            .args(["--dev", "/dev", "--chdir", "/", "--"])
-            .arg(&program.init)
-            .arg("--pod")
-            .arg(lifeline_read.as_raw_fd().to_string())
-            .arg(theirs.as_raw_fd().to_string());
-        if network == Network::Filtered {
-            cmd.arg("--proxy");
-        }
-        // What bwrap or init say when the pod cannot start is read then; nothing else is said.
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        // SAFETY: only fcntl between fork and exec, on descriptors this process owns.
-        unsafe {
-            cmd.pre_exec(move || {
-                for fd in &inherited {
-                    if libc::fcntl(*fd, libc::F_SETFD, 0) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                Ok(())
-            });
-        }
+        let (ours, theirs) = crate::platform::linux::fd_passing::socket_pair()?;
+        let mut cmd = pod_command(&program, network, &lifeline_read, &theirs);
         let mut bwrap = cmd.spawn()?;
         drop((lifeline_read, theirs, program.init_fd));
         let received = if network == Network::Filtered {
@@ -175,19 +142,24 @@ impl Pod {
         let mut parents: std::collections::HashMap<u64, bool> = Default::default();
         let mut out = Vec::new();
         for entry in dir.flatten() {
-            let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok())
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<u32>().ok())
             else {
                 continue;
             };
-            let Ok(ns) = std::fs::File::open(format!("/proc/{pid}/ns/pid")) else {
+            // The link's text names the namespace ("pid:[<inode>]"): no open for most.
+            let link = format!("/proc/{pid}/ns/pid");
+            let Ok(name) = std::fs::read_link(&link) else {
                 continue;
             };
-            let Ok(ino) = ns.metadata().map(|m| m.ino()) else {
-                continue;
-            };
-            let nested = *parents
-                .entry(ino)
-                .or_insert_with(|| parent_ns(&ns).is_some_and(|p| p == self.pid_ns));
+            let nested = *parents.entry(name_ino(&name)).or_insert_with(|| {
+                std::fs::File::open(&link)
+                    .ok()
+                    .and_then(|ns| parent_ns(&ns))
+                    .is_some_and(|p| p == self.pid_ns)
+            });
             if !nested || innermost_pid(pid) == Some(1) {
                 continue;
             }
@@ -198,6 +170,56 @@ impl Pod {
         out.sort_by_key(|b| b.pid);
         out
     }
+}
+
+/// The pod's bwrap: `program.init --pod` as pid 1, given the lifeline's and the socket's ends
+/// (and init's own fd).
+fn pod_command(
+    program: &PodProgram,
+    network: Network,
+    lifeline: &OwnedFd,
+    socket: &OwnedFd,
+) -> std::process::Command {
+    let inherited: Vec<i32> = [lifeline, socket]
+        .into_iter()
+        .chain(program.init_fd.as_ref())
+        .map(|f| f.as_raw_fd())
+        .collect();
+    let mut cmd = std::process::Command::new(program.bwrap);
+    cmd.args([
+        "--unshare-user",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+    ]);
+    if network.own_namespace() {
+        cmd.arg("--unshare-net");
+    }
+    cmd.args(["--as-pid-1", "--ro-bind", "/", "/", "--proc", "/proc"])
+        .args(["--dev", "/dev", "--chdir", "/", "--"])
+        .arg(&program.init)
+        .arg("--pod")
+        .arg(lifeline.as_raw_fd().to_string())
+        .arg(socket.as_raw_fd().to_string());
+    if network == Network::Filtered {
+        cmd.arg("--proxy");
+    }
+    // What bwrap or init say when the pod cannot start is read then; nothing else is said.
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    // SAFETY: only fcntl between fork and exec, on descriptors this process owns.
+    unsafe {
+        cmd.pre_exec(move || {
+            for fd in &inherited {
+                if libc::fcntl(*fd, libc::F_SETFD, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    cmd
 }
 
 impl Drop for Pod {
@@ -238,6 +260,15 @@ fn parent_ns(ns: &std::fs::File) -> Option<u64> {
     // SAFETY: a new descriptor we own.
     let parent = unsafe { std::fs::File::from_raw_fd(fd) };
     parent.metadata().ok().map(|m| m.ino())
+}
+
+/// The inode in a namespace link's text (`pid:[4026531836]`); 0 if it has none.
+fn name_ino(name: &Path) -> u64 {
+    let text = name.to_string_lossy();
+    text.rsplit_once('[')
+        .and_then(|(_, n)| n.strip_suffix(']'))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
 }
 
 /// The pid `pid` has in its own (innermost) pid namespace.
