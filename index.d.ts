@@ -197,8 +197,8 @@ export declare class PreparedCommand {
    */
   get args(): Array<string> | null
   /**
-   * Environment variables to leave out of the child's environment: secrets (see
-   * `Sandbox.droppedEnv`). bwrap unsets them too; sandbox-exec relies on the spawner.
+   * Variables of pi's environment the child does not get (see `Sandbox.droppedEnv`):
+   * `childEnv` leaves them out; bwrap unsets them too.
    */
   get unsetEnv(): Array<string>
   /**

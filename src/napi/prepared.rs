@@ -76,8 +76,8 @@ impl PreparedCommand {
         self.launch.as_ref().map(|l| utf8_args(&l.args)).transpose()
     }
 
-    /// Environment variables to leave out of the child's environment: secrets (see
-    /// `Sandbox.droppedEnv`). bwrap unsets them too; sandbox-exec relies on the spawner.
+    /// Variables of pi's environment the child does not get (see `Sandbox.droppedEnv`):
+    /// `childEnv` leaves them out; bwrap unsets them too.
     #[napi(getter, catch_unwind)]
     pub fn unset_env(&self) -> Vec<String> {
         self.launch

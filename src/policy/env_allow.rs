@@ -196,6 +196,19 @@ pub(crate) const ALLOWED: &[(&str, &str)] = &[
         "npm's settings (registry, cache; the sandbox sets some itself)",
     ),
     ("NPM_CONFIG_*", "npm's settings"),
+    (
+        "npm_package_*",
+        "what npm tells the scripts it runs (package name, version)",
+    ),
+    (
+        "npm_lifecycle_*",
+        "what npm tells the scripts it runs (which script)",
+    ),
+    ("npm_command", "what npm tells the scripts it runs"),
+    ("npm_execpath", "the npm that runs the script"),
+    ("npm_node_execpath", "the node that runs npm's script"),
+    ("NODE", "the node that runs npm's script"),
+    ("INIT_CWD", "where npm was started"),
     ("PNPM_HOME", "pnpm's installation"),
     ("VOLTA_HOME", "Volta's tools"),
     ("BUN_INSTALL", "bun's installation"),
@@ -304,8 +317,14 @@ mod tests {
     fn the_documented_table_lists_every_entry() {
         let doc = include_str!("../../docs/protection.md");
         for (entry, why) in ALLOWED {
-            assert!(doc.contains(&format!("`{entry}`")), "{entry} is not in docs/protection.md");
-            assert!(doc.contains(why), "{entry}'s reason is not in docs/protection.md");
+            assert!(
+                doc.contains(&format!("`{entry}`")),
+                "{entry} is not in docs/protection.md"
+            );
+            assert!(
+                doc.contains(why),
+                "{entry}'s reason is not in docs/protection.md"
+            );
         }
     }
 
