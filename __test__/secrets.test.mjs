@@ -5,7 +5,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { makeWorld, repo, runPi, runPiRpc } from "./helpers/pi-run.mjs";
+import { spawnSync } from "node:child_process";
+import { makeWorld, piBin, repo, runPi, runPiRpc } from "./helpers/pi-run.mjs";
 
 const { Sandbox } = await import(path.join(repo, "index.js"));
 
@@ -119,6 +120,11 @@ test("bash gets the environment by allow-list: secrets under any name, and crede
   for (const [n, v] of Object.entries(kept)) assert.match(env.text, new RegExp(`^${n}=${v.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`, "m"), n);
   for (const n of ["PATH", "HOME", "TMPDIR"]) assert.match(env.text, new RegExp(`^${n}=/`, "m"), n);
   assert.match(env.text, new RegExp(`^HOME=${w.home}$`, "m"));
+  // pi's own variables for its bash (from 0.75 on) are on the list.
+  const version = spawnSync(piBin, ["--version"], { encoding: "utf8" });
+  const [major, minor] = `${version.stdout}${version.stderr}`.trim().split(".").map(Number);
+  assert.ok(Number.isInteger(major) && Number.isInteger(minor), "pi --version");
+  if (major > 0 || minor >= 75) for (const n of ["PI_SESSION_ID", "PI_PROVIDER", "PI_MODEL"]) assert.match(env.text, new RegExp(`^${n}=.`, "m"), n);
   // The values of what was dropped are hidden in output (long enough to be told from
   // ordinary text); a short plain one is left alone.
   for (const n of names.filter((n) => n !== "FOO_CONFIG")) assert.match(cat.text, new RegExp(`\\[redacted: ${n}\\]`), `${n}: ${cat.text}`);
