@@ -31,6 +31,7 @@ pub(crate) const ALLOWED: &[(&str, &str)] = &[
     ("PWD", "the working directory (bash sets it anyway)"),
     ("OLDPWD", "the previous working directory (bash keeps it)"),
     ("SHLVL", "how deep shells are nested (bash keeps it)"),
+    ("_", "the last command run (bash sets it anyway)"),
     ("HOSTNAME", "the machine's name"),
     (
         "TMPDIR",
