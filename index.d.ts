@@ -197,8 +197,8 @@ export declare class PreparedCommand {
    */
   get args(): Array<string> | null
   /**
-   * Environment variables to leave out of the child's environment: secrets (see
-   * `Sandbox.droppedEnv`). bwrap unsets them too; sandbox-exec relies on the spawner.
+   * Variables of pi's environment the child does not get (see `Sandbox.droppedEnv`):
+   * `childEnv` leaves them out; bwrap unsets them too.
    */
   get unsetEnv(): Array<string>
   /**
@@ -206,6 +206,12 @@ export declare class PreparedCommand {
    * variables; bwrap sets its own), as [name, value] pairs.
    */
   get setEnv(): Array<Array<string>>
+  /**
+   * The environment to spawn the command with, from `env` (what pi would give a shell):
+   * only the variables the allow-list and `env.allow` keep, less those with a
+   * credential-shaped value or in `env.deny` (see `Sandbox.droppedEnv`), then `setEnv`.
+   */
+  childEnv(env: Record<string, string>): Record<string, string>
   /** All of the sandbox's arguments, options included, for display. */
   get shown(): Array<string> | null
   /** The open files the child gets as fds 3, 4, ...; empty once released. */

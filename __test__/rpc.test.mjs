@@ -38,7 +38,8 @@ test("/sandbox fits one screen: mode, engine, network, where bash writes, what i
   assert.ok(lines.length <= 14, `${lines.length} lines:\n${report}`);
   assert.match(lines[0], /^pi-sandbox: read-write · bash in bubblewrap · network filtered \(\d+ domains allowed, the rest asked\)$/);
   assert.match(report, /^Writable: the project, \/tmp \(the session's own\)$/m);
-  assert.match(report, /^Hidden from bash: \d+ denyRead entries, env files, environment variables: \d+$/m);
+  assert.match(report, /^Hidden from bash: \d+ denyRead entries, env files$/m);
+  assert.match(report, /^Environment: the allow-list and env\.allow; \d+ variables? held back \([^)]+\)$/m);
   assert.match(report, /^Grants this session: none$/m);
   assert.match(report, /^Refusals: none yet$/m);
   assert.match(report, /^\/sandbox full: every rule/m);

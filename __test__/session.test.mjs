@@ -41,6 +41,7 @@ test("one /tmp for the session: a file the write tool puts in /tmp runs in bash,
   assert.match(r.system, /Writable: the project \(.*project\), \/tmp; everything else is read-only/, r.system);
   assert.match(r.system, /\/tmp is this session's own/);
   assert.match(r.system, /Network goes through the session's proxy/);
+  assert.match(r.system, /The environment holds only what builds need/);
   const bashTool = r.tools.find((x) => x.function?.name === "bash");
   assert.match(bashTool.function.description, /Commands run inside pi-sandbox/);
   // Neither file reached the host's /tmp, and the session's folder went with the session.

@@ -100,9 +100,8 @@ function runPrepared(prepared, argv) {
   }
   // The sandbox's options, mount sources and script arrive on fds 3, 4, ...
   const stdio = ["inherit", "inherit", "inherit", ...prepared.fds];
-  const env = { ...process.env };
-  for (const name of prepared.unsetEnv) delete env[name];
-  for (const [name, value] of prepared.setEnv) env[name] = value;
+  // A sandboxed command gets what a build needs from the environment (the allow-list).
+  const env = prepared.verdict === "sandboxed" ? prepared.childEnv({ ...process.env }) : { ...process.env };
   const r = spawnSync(program, args, { stdio, env });
   // The audit: what the command left on pi's control surface, moved aside.
   for (const finding of prepared.finish()) process.stderr.write(`pi-sandbox: ${shownText(finding)}\n`);

@@ -58,6 +58,10 @@ export function shellEnv(agentDir: string): NodeJS.ProcessEnv {
 	return { ...process.env, [key]: path };
 }
 
+function definedOnly(env: NodeJS.ProcessEnv): Record<string, string> {
+	return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => typeof e[1] === "string"));
+}
+
 function timeoutMs(timeout: number | undefined): number | undefined {
 	if (timeout === undefined) return undefined;
 	if (!Number.isFinite(timeout) || timeout <= 0) throw new Error("Invalid timeout: must be a finite number of seconds");
@@ -105,11 +109,10 @@ export async function runPrepared(
 	const program = prepared.program;
 	const args = prepared.args;
 	if (!program || !args) throw new Error("Blocked: the sandbox launch is incomplete (no program).");
-	// Secrets stay out of the command's environment (bwrap unsets them as well).
-	const childEnv = withFullPath({ ...(env ?? shellEnv(agentDir)) });
-	for (const name of prepared.unsetEnv) delete childEnv[name];
-	// sandbox-exec's proxy variables (bwrap sets its own inside).
-	for (const [name, value] of prepared.setEnv) childEnv[name] = value;
+	// Only what a build needs reaches the command (the allow-list, env.allow), never a
+	// credential-shaped value; with sandbox-exec's proxy variables (bwrap sets its own inside).
+	const given = withFullPath({ ...(env ?? shellEnv(agentDir)) });
+	const childEnv = prepared.childEnv(definedOnly(given));
 	const child = spawn(program, args, {
 		cwd,
 		detached: true,

@@ -7,9 +7,9 @@
 //! An Aho-Corasick automaton finds them (leftmost-longest, so of two secrets where one begins
 //! the other the longer is hidden whole); past 64 secrets a skip table in front of it steps
 //! over the text where no secret can begin (`Matcher`). `RedactStream` gives
-//! the same result over output that arrives in chunks: it holds back the last
-//! `longest secret − 1` bytes of each chunk, which is exactly what a secret split across the
-//! boundary could still need.
+//! the same result over output that arrives in chunks: it holds back the end of each chunk
+//! that is the beginning of a secret, which is exactly what a secret split across the
+//! boundary could still need (and no more: output streams on while nothing could be a secret).
 //!
 //! Pure but for `pi_file_secrets` and `models_json_credentials`, which read pi's files at the
 //! edge.
@@ -158,6 +158,10 @@ pub(crate) struct Redactor {
     replacements: Vec<Vec<u8>>,
     /// The names redacted, sorted and unique, for `/sandbox`.
     names: Vec<String>,
+    /// The values, sorted: which text could be the beginning of one (`held_back`).
+    sorted: Vec<Vec<u8>>,
+    /// Which bytes a value begins with.
+    first_bytes: [bool; 256],
     longest: usize,
 }
 
@@ -180,12 +184,41 @@ impl Redactor {
             .map(|(value, name)| (value, format!("[redacted: {name}]").into_bytes()))
             .unzip();
         let matcher = (!values.is_empty()).then(|| Matcher::build(&values));
+        // A BTreeMap's String keys come in byte order.
+        let sorted: Vec<Vec<u8>> = values.into_iter().map(String::into_bytes).collect();
+        let mut first_bytes = [false; 256];
+        for v in &sorted {
+            first_bytes[usize::from(v[0])] = true;
+        }
         Redactor {
             matcher,
             replacements,
             names,
+            sorted,
+            first_bytes,
             longest,
         }
+    }
+
+    /// How many bytes at the end of `text` must wait for more: the longest end of it that
+    /// a secret begins with and goes on past (bytes to come could complete it).
+    fn held_back(&self, text: &[u8]) -> usize {
+        let most = text.len().min(self.longest.saturating_sub(1));
+        (1..=most)
+            .rev()
+            .find(|&l| {
+                let end = &text[text.len() - l..];
+                if !self.first_bytes[usize::from(end[0])] {
+                    return false;
+                }
+                // The values that begin with `end` follow one another from where it would go.
+                let at = self.sorted.partition_point(|v| v.as_slice() < end);
+                self.sorted[at..]
+                    .iter()
+                    .take(2)
+                    .any(|v| v.len() > l && v.starts_with(end))
+            })
+            .unwrap_or(0)
     }
 
     /// Whether there is nothing to hide (the callers then skip the work entirely).
@@ -284,10 +317,10 @@ impl RedactStream {
             return chunk;
         };
         self.buf.extend_from_slice(chunk);
-        // A match that starts before `safe` lies wholly inside `buf` (no secret is longer
-        // than `longest`), so nothing after it can change it; one that starts later might
-        // be the beginning of a longer secret, and waits.
-        let safe = self.buf.len().saturating_sub(self.redactor.longest - 1);
+        // From `safe` on, the buffer is the beginning of a secret that bytes to come could
+        // complete; before it, no match can change (a longer secret starting there would
+        // make the text from there the beginning of one), so all of it is passed on.
+        let safe = self.buf.len() - self.redactor.held_back(&self.buf);
         let mut matches = matcher.find(&self.buf);
         matches.retain(|m| m.0 < safe);
         if matches.is_empty() {
@@ -460,6 +493,27 @@ mod tests {
         let r = redactor(&[("SHORT", "abcdefgh"), ("LONG", "abcdefghijkl")]);
         assert_eq!(r.redact_str("xabcdefghijklx"), "x[redacted: LONG]x");
         assert_eq!(r.redact_str("xabcdefghijx"), "x[redacted: SHORT]ijx");
+    }
+
+    #[test]
+    fn output_streams_on_unless_its_end_could_begin_a_secret() {
+        // Long secrets do not hold back output that begins none of them: `tick-1` is
+        // passed on as it comes (a command's progress shows while it runs).
+        let r = redactor(&[("LONG", &"x".repeat(500)), ("URL", "mongodb://u:p@db/x")]);
+        let mut s = RedactStream::new(r.clone());
+        assert_eq!(s.push(b"tick-1\n"), b"tick-1\n");
+        assert_eq!(s.push(b"tick-2\n"), b"tick-2\n");
+        // An end that a secret begins with waits, and only that end.
+        assert_eq!(s.push(b"uri: mongo"), b"uri: ");
+        assert_eq!(s.push(b"db://u:p@db/x!"), b"[redacted: URL]!");
+        assert_eq!(s.push(b"xxx"), b"");
+        assert_eq!(s.push(b"y"), b"xxxy");
+        assert!(s.finish().is_empty());
+        // A whole secret at the end waits only when a longer one could go on from it.
+        let r = redactor(&[("SHORT", "abcdefgh"), ("LONG", "abcdefghijkl")]);
+        let mut s = RedactStream::new(r.clone());
+        assert_eq!(s.push(b"1 abcdefgh"), b"1 ");
+        assert_eq!(s.push(b" 2"), b"[redacted: SHORT] 2");
     }
 
     #[test]

@@ -4,12 +4,10 @@ import { spawn, spawnSync } from "node:child_process";
 import { closeSync, openSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 
-/** `env` with the launch's own variables (sandbox-exec's proxy variables) set. */
+/** The child's environment from `env` as the extension makes it: the allow-list's variables, with the launch's own (sandbox-exec's proxy variables) set. */
 function withLaunchEnv(prepared, env) {
-  if (!prepared.setEnv?.length) return env;
-  const out = { ...(env ?? process.env) };
-  for (const [name, value] of prepared.setEnv) out[name] = value;
-  return out;
+  const given = Object.fromEntries(Object.entries(env ?? process.env).filter(([, v]) => typeof v === "string"));
+  return prepared.childEnv(given);
 }
 
 /** Runs a sandboxed `prepared` to completion; spawnSync's result and the audit's `findings`. */

@@ -1,6 +1,7 @@
 //! `PreparedCommand`: a command `prepareBash` or `prepareRun` made, what to spawn, and the
 //! notes after its run.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{AsyncTask, Task};
@@ -75,8 +76,8 @@ impl PreparedCommand {
         self.launch.as_ref().map(|l| utf8_args(&l.args)).transpose()
     }
 
-    /// Environment variables to leave out of the child's environment: secrets (see
-    /// `Sandbox.droppedEnv`). bwrap unsets them too; sandbox-exec relies on the spawner.
+    /// Variables of pi's environment the child does not get (see `Sandbox.droppedEnv`):
+    /// `childEnv` leaves them out; bwrap unsets them too.
     #[napi(getter, catch_unwind)]
     pub fn unset_env(&self) -> Vec<String> {
         self.launch
@@ -98,6 +99,28 @@ impl PreparedCommand {
                     .collect()
             })
             .unwrap_or_default()
+    }
+
+    /// The environment to spawn the command with, from `env` (what pi would give a shell):
+    /// only the variables the allow-list and `env.allow` keep, less those with a
+    /// credential-shaped value or in `env.deny` (see `Sandbox.droppedEnv`), then `setEnv`.
+    #[napi(catch_unwind, ts_return_type = "Record<string, string>")]
+    pub fn child_env(&self, env: HashMap<String, String>) -> HashMap<String, String> {
+        let given: Vec<(String, String)> = env.into_iter().collect();
+        let mut kept: HashMap<String, String> = match &self.audit {
+            Some((commands, _)) => commands.session().command_env(given),
+            // Not a sandboxed command of a session: nothing is known to be safe to pass.
+            None => vec![],
+        }
+        .into_iter()
+        .collect();
+        if let Some(l) = &self.launch {
+            for name in &l.unset_env {
+                kept.remove(name);
+            }
+            kept.extend(l.set_env.iter().cloned());
+        }
+        kept
     }
 
     /// All of the sandbox's arguments, options included, for display.

@@ -117,7 +117,7 @@ pub struct Launch {
     /// (the kernel detaches mounts in other namespaces on rmdir). An empty directory is
     /// invisible to git and builds.
     pub(crate) placeholders: Vec<PathBuf>,
-    /// Environment variables the spawner must not pass (bwrap unsets them as well).
+    /// Variables of pi's environment the spawner must not pass (bwrap unsets them as well).
     pub(crate) unset_env: Vec<String>,
     /// The thread judging the command's `connect` and `bind` calls (bwrap on Linux).
     pub(crate) supervisor: Option<Supervisor>,
@@ -221,7 +221,7 @@ pub(crate) struct Setup<'a> {
     pub(crate) program: &'a Path,
     /// What that bwrap can do beyond its basics.
     pub(crate) features: Features,
-    /// Environment variables the command does not get (secrets, see `environment`).
+    /// Variables of pi's environment the command does not get (see `environment`).
     pub(crate) unset_env: &'a [String],
     /// Environment variables set for the command (cache directories moved into its /tmp).
     pub(crate) set_env: &'a [(String, String)],

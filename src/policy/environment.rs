@@ -1,18 +1,23 @@
-//! The environment a sandboxed command gets: pi's, without its secrets. A variable is dropped
-//! when its name matches one of `SECRET_PATTERNS`, when pi reads an API key from it (its
-//! `models.json` names the variable), or when `env.deny` lists it; `env.allow` keeps a
-//! variable whatever else says (the user's explicit choice). Pure but for `models_json_vars`,
-//! which reads the file at the edge.
+//! The environment a sandboxed command gets: the variables a build needs (the allow-list,
+//! `env_allow`) and those `env.allow` names; nothing else. Even an allowed variable is
+//! dropped when `env.deny` names it, when pi reads an API key from it (its `models.json`
+//! names the variable), or when its value looks like a credential (`env_values`). Pure but
+//! for `models_json_vars`, which reads the file at the edge.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
-/// Name patterns of variables that usually hold secrets (case-insensitive), with why.
+use crate::policy::{env_allow, env_values};
+
+/// Name patterns of variables that usually hold secrets (case-insensitive), with why: a
+/// name the built-in allow-list lets through by a prefix (`npm_config_*`, `PIP_*`) is still
+/// dropped when it matches one. (`env.allow` wins over them: the user's explicit choice.)
 pub(crate) const SECRET_PATTERNS: &[(&str, &str)] = &[
     ("*_TOKEN", "a token"),
     ("*_TOKEN_*", "a token"),
+    ("*AUTHTOKEN*", "a token"),
     ("*SECRET*", "a secret"),
     ("*_KEY", "a key"),
     ("*_KEY_*", "a key"),
@@ -28,15 +33,29 @@ pub(crate) const SECRET_PATTERNS: &[(&str, &str)] = &[
     ("*_COOKIE*", "a session cookie"),
     ("*_DSN", "a connection string with credentials"),
     ("*DATABASE_URL*", "a connection string with credentials"),
-    ("AWS_*", "AWS credentials and settings"),
-    ("DBUS_SESSION_BUS_ADDRESS", "the host's D-Bus session bus"),
 ];
 
-/// Why a variable is dropped.
+/// Why a variable is dropped, by kind: `/sandbox`'s summary names the telling ones first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum DropKind {
+    /// Its value looks like a credential.
+    Value,
+    /// pi reads an API key from it.
+    ReadByPi,
+    /// `env.deny` names it.
+    Denied,
+    /// Its name looks like a secret's.
+    Name,
+    /// Neither the allow-list nor `env.allow` names it.
+    NotListed,
+}
+
+/// A variable a sandboxed command does not get, and why (never its value).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Dropped {
     pub(crate) name: String,
     pub(crate) why: String,
+    pub(crate) kind: DropKind,
 }
 
 /// The compiled rules.
@@ -102,33 +121,43 @@ impl EnvPolicy {
         })
     }
 
-    /// Why `name` is dropped, or None when it is kept.
-    pub(crate) fn judge(&self, name: &str) -> Option<String> {
-        if self.allow.is_match(name) {
-            return None;
-        }
-        if self.read_by_pi.contains(name) {
-            return Some("pi reads an API key from it (models.json)".into());
-        }
+    /// Why the variable `name` = `value` is dropped, or None when a command gets it.
+    pub(crate) fn judge(&self, name: &str, value: &str) -> Option<(DropKind, String)> {
         if self.deny.is_match(name) {
-            return Some("listed in env.deny".into());
+            return Some((DropKind::Denied, "listed in env.deny".into()));
         }
-        self.patterns.matches(name).first().map(|&i| {
-            format!(
-                "its name looks like {} ({})",
-                SECRET_PATTERNS[i].1, SECRET_PATTERNS[i].0
-            )
-        })
+        // The user's explicit choice: neither pi's key nor a name pattern outweighs it.
+        if !self.allow.is_match(name) {
+            if self.read_by_pi.contains(name) {
+                let why = "pi reads an API key from it (models.json)";
+                return Some((DropKind::ReadByPi, why.into()));
+            }
+            if env_allow::allowed(name).is_none() {
+                let why = "not on the allow-list (env.allow brings it back)";
+                return Some((DropKind::NotListed, why.into()));
+            }
+            if let Some(&i) = self.patterns.matches(name).first() {
+                let (pattern, what) = SECRET_PATTERNS[i];
+                let why = format!("its name looks like {what} ({pattern})");
+                return Some((DropKind::Name, why));
+            }
+        }
+        env_values::credential_shape(value)
+            .map(|what| (DropKind::Value, format!("its value looks like {what}")))
     }
 
-    /// The variables among `names` that are dropped, sorted by name.
-    pub(crate) fn dropped<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Vec<Dropped> {
-        let mut out: Vec<Dropped> = names
+    /// The variables among `vars` (name, value) that are dropped, sorted by name.
+    pub(crate) fn dropped<'a>(
+        &self,
+        vars: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Vec<Dropped> {
+        let mut out: Vec<Dropped> = vars
             .into_iter()
-            .filter_map(|n| {
-                self.judge(n).map(|why| Dropped {
-                    name: n.to_string(),
+            .filter_map(|(name, value)| {
+                self.judge(name, value).map(|(kind, why)| Dropped {
+                    name: name.to_string(),
                     why,
+                    kind,
                 })
             })
             .collect();
@@ -197,58 +226,110 @@ mod tests {
         .unwrap()
     }
 
-    #[test]
-    fn secrets_go_and_ordinary_variables_stay() {
-        let p = policy(&[], &[], &[]);
-        for secret in [
-            "GITHUB_TOKEN",
-            "GH_TOKEN",
-            "AWS_SECRET_ACCESS_KEY",
-            "AWS_PROFILE",
-            "ANTHROPIC_API_KEY",
-            "OPENAI_API_KEY",
-            "XIAOMI_TOKEN_PLAN_AMS_API_KEY",
-            "DB_PASSWORD",
-            "GOOGLE_APPLICATION_CREDENTIALS",
-            "SSH_AUTH_SOCK",
-            "SENTRY_DSN",
-            "DATABASE_URL",
-            "github_token",
-            "DBUS_SESSION_BUS_ADDRESS",
-        ] {
-            assert!(p.judge(secret).is_some(), "{secret}");
-        }
-        for plain in [
-            "PATH",
-            "HOME",
-            "LANG",
-            "TERM",
-            "USER",
-            "SHELL",
-            "PWD",
-            "TMPDIR",
-            "EDITOR",
-            "VIRTUAL_ENV",
-            "NODE_OPTIONS",
-            "CARGO_HOME",
-            "RUSTUP_TOOLCHAIN",
-            "KEYMAP",
-            "GOOGLE_CLOUD_PROJECT",
-            "TOKENIZERS_PARALLELISM",
-        ] {
-            assert_eq!(p.judge(plain), None, "{plain}");
-        }
+    fn judge(p: &EnvPolicy, name: &str, value: &str) -> Option<DropKind> {
+        p.judge(name, value).map(|(kind, _)| kind)
     }
 
     #[test]
-    fn allow_wins_deny_adds_and_pis_own_variables_go() {
-        let p = policy(&["NPM_TOKEN"], &["MY_*"], &["CORP_LLM"]);
-        assert_eq!(p.judge("NPM_TOKEN"), None);
-        assert!(p.judge("MY_THING").unwrap().contains("env.deny"));
-        assert!(p.judge("CORP_LLM").unwrap().contains("models.json"));
-        let d = p.dropped(["PATH", "MY_THING", "CORP_LLM", "MY_THING"]);
+    fn only_the_allow_list_passes_and_credentials_in_it_go() {
+        let p = policy(&[], &[], &[]);
+        for (name, value) in [
+            ("PATH", "/home/u/sk-tools/bin:/usr/bin"),
+            ("HOME", "/home/u"),
+            ("LANG", "en_US.UTF-8"),
+            ("LC_ALL", "C.UTF-8"),
+            ("TERM", "xterm-256color"),
+            ("CARGO_HOME", "/home/u/.cargo"),
+            ("RUSTUP_TOOLCHAIN", "stable"),
+            ("VIRTUAL_ENV", "/work/.venv"),
+            ("NODE_OPTIONS", "--max-old-space-size=4096"),
+            ("GOPROXY", "https://proxy.golang.org,direct"),
+            ("HTTPS_PROXY", "http://proxy.corp:3128"),
+            ("npm_config_registry", "https://registry.npmjs.org/"),
+        ] {
+            assert_eq!(judge(&p, name, value), None, "{name}");
+        }
+        for (name, value, kind) in [
+            ("GITHUB_TOKEN", "ghp_x", DropKind::NotListed),
+            ("AWS_PROFILE", "dev", DropKind::NotListed),
+            (
+                "MONGODB_URI",
+                "mongodb://u:hunter2@db/x",
+                DropKind::NotListed,
+            ),
+            ("MYSQL_PWD", "hunter2hunter2", DropKind::NotListed),
+            ("FOO_CONFIG", "plain", DropKind::NotListed),
+            ("SSH_AUTH_SOCK", "/run/agent", DropKind::NotListed),
+            (
+                "DBUS_SESSION_BUS_ADDRESS",
+                "unix:path=/run/bus",
+                DropKind::NotListed,
+            ),
+            ("GIT_ASKPASS", "/usr/lib/askpass", DropKind::NotListed),
+            ("GIT_CONFIG_COUNT", "1", DropKind::NotListed),
+            // Allowed by a prefix, named like a secret.
+            ("npm_config__authToken", "x", DropKind::Name),
+            ("npm_config__auth", "x", DropKind::Name),
+            ("UV_PUBLISH_TOKEN", "x", DropKind::Name),
+            ("PIP_PASSWORD", "x", DropKind::Name),
+            // Allowed by name, with a credential for a value.
+            (
+                "HTTPS_PROXY",
+                "http://u:pw@proxy.corp:3128",
+                DropKind::Value,
+            ),
+            (
+                "GOPROXY",
+                "https://u:pw@goproxy.corp,direct",
+                DropKind::Value,
+            ),
+            (
+                "PIP_INDEX_URL",
+                "https://__token__:pypi-x@pypi.corp/simple",
+                DropKind::Value,
+            ),
+            (
+                "EDITOR",
+                "ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghij",
+                DropKind::Value,
+            ),
+        ] {
+            assert_eq!(judge(&p, name, value), Some(kind), "{name}={value}");
+        }
+        // The reasons say what brings a variable back, and never hold the value.
+        let (_, why) = p.judge("MONGODB_URI", "mongodb://u:hunter2@db/x").unwrap();
+        assert!(why.contains("env.allow"), "{why}");
+        let (_, why) = p.judge("HTTPS_PROXY", "http://u:pw@h").unwrap();
+        assert_eq!(why, "its value looks like a URL with a password");
+    }
+
+    #[test]
+    fn allow_widens_deny_narrows_and_pis_own_variables_go() {
+        let p = policy(
+            &["NPM_TOKEN", "MY_*", "CORP_LLM2"],
+            &["MY_SECRET", "EDITOR"],
+            &["CORP_LLM", "CORP_LLM2"],
+        );
+        assert_eq!(judge(&p, "NPM_TOKEN", "npm_KEPT0007"), None);
+        assert_eq!(judge(&p, "MY_THING", "plain"), None);
+        // env.deny drops a variable env.allow or the built-in list lets through.
+        assert_eq!(judge(&p, "MY_SECRET", "plain"), Some(DropKind::Denied));
+        assert_eq!(judge(&p, "EDITOR", "vim"), Some(DropKind::Denied));
+        assert_eq!(judge(&p, "CORP_LLM", "k"), Some(DropKind::ReadByPi));
+        assert_eq!(judge(&p, "CORP_LLM2", "k"), None);
+        // env.allow does not let a credential-shaped value through.
+        assert_eq!(
+            judge(&p, "NPM_TOKEN", "npm_abcdefghijklmnopqrstuvwxyz0123456789"),
+            Some(DropKind::Value)
+        );
+        let d = p.dropped([
+            ("PATH", "/bin"),
+            ("MY_SECRET", "x"),
+            ("CORP_LLM", "k"),
+            ("MY_SECRET", "x"),
+        ]);
         let names: Vec<&str> = d.iter().map(|d| d.name.as_str()).collect();
-        assert_eq!(names, ["CORP_LLM", "MY_THING"]);
+        assert_eq!(names, ["CORP_LLM", "MY_SECRET"]);
     }
 
     #[test]
@@ -312,21 +393,27 @@ mod tests {
         }
 
         proptest! {
-            /// `env.allow` keeps a variable whatever else drops it; `env.deny` and pi's own
-            /// key variables drop it otherwise; the built-in patterns ignore case.
+            /// `env.deny` drops whatever the rest says; `env.allow` brings back any name
+            /// but a credential-shaped value; a name on neither list goes.
             #[test]
-            fn the_lists_decide_in_their_order(n in name(), other in name()) {
+            fn the_lists_decide_in_their_order(n in name(), other in name(), v in "[a-z0-9 /.]{0,30}") {
                 let p = |allow: &[&str], deny: &[&str], pi: &[&str]| policy(allow, deny, pi);
-                prop_assert_eq!(p(&[&n], &[&n], &[&n]).judge(&n), None);
-                prop_assert!(p(&[], &[&n], &[]).judge(&n).is_some());
-                prop_assert!(p(&[], &[], &[&n]).judge(&n).is_some());
-                for secret in [format!("{n}_TOKEN"), format!("{n}_api_key"), format!("AWS_{n}")] {
-                    prop_assert!(p(&[], &[], &[]).judge(&secret).is_some(), "{}", secret);
-                    prop_assert_eq!(p(&[&secret], &[], &[]).judge(&secret), None);
+                prop_assert_eq!(judge(&p(&[&n], &[&n], &[&n]), &n, &v), Some(DropKind::Denied));
+                prop_assert_eq!(judge(&p(&[&n], &[], &[&n]), &n, &v), None);
+                prop_assert!(judge(&p(&[], &[], &[&n]), &n, &v).is_some());
+                if env_allow::allowed(&n).is_none() {
+                    prop_assert_eq!(judge(&p(&[], &[], &[]), &n, &v), Some(DropKind::NotListed));
+                }
+                let token = format!("ghp_{}", "a1B2".repeat(9));
+                prop_assert_eq!(judge(&p(&[&n], &[], &[]), &n, &token), Some(DropKind::Value));
+                for secret in [format!("npm_config_{n}_TOKEN"), format!("PIP_{n}_password")] {
+                    prop_assert_eq!(judge(&p(&[], &[], &[]), &secret, &v), Some(DropKind::Name), "{}", secret);
+                    prop_assert_eq!(judge(&p(&[&secret], &[], &[]), &secret, &v), None);
                 }
                 // Listing one name says nothing about another.
                 if !n.eq_ignore_ascii_case(&other) {
-                    prop_assert_eq!(p(&[], &[&n], &[]).judge(&other), p(&[], &[], &[]).judge(&other));
+                    prop_assert_eq!(judge(&p(&[&n], &[], &[]), &other, &v), judge(&p(&[], &[], &[]), &other, &v));
+                    prop_assert_eq!(judge(&p(&[], &[&n], &[]), &other, &v), judge(&p(&[], &[], &[]), &other, &v));
                 }
             }
 
@@ -334,9 +421,9 @@ mod tests {
             #[test]
             fn dropped_lists_exactly_the_dropped(names in proptest::collection::vec(name(), 0..20)) {
                 let p = policy(&[], &["X*"], &[]);
-                let got = p.dropped(names.iter().map(String::as_str));
+                let got = p.dropped(names.iter().map(|n| (n.as_str(), "v")));
                 let got_names: Vec<&str> = got.iter().map(|d| d.name.as_str()).collect();
-                let mut want: Vec<&str> = names.iter().map(String::as_str).filter(|n| p.judge(n).is_some()).collect();
+                let mut want: Vec<&str> = names.iter().map(String::as_str).filter(|n| p.judge(n, "v").is_some()).collect();
                 want.sort();
                 want.dedup();
                 prop_assert_eq!(got_names, want);

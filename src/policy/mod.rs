@@ -6,6 +6,8 @@ pub(crate) mod bash;
 pub(crate) mod config;
 pub(crate) mod config_values;
 pub(crate) mod credentials;
+pub(crate) mod env_allow;
+pub(crate) mod env_values;
 pub(crate) mod environment;
 pub(crate) mod guard;
 pub(crate) mod pi_loads;

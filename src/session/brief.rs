@@ -37,6 +37,7 @@ impl Session {
             };
             lines.push(format!("- Secrets are hidden: env files (.env, .env.local, …; templates such as .env.example are not) read as empty or \"Permission denied\" in bash, and credential folders (~/.ssh, ~/.aws, …) look empty; {ask}."));
         }
+        lines.push("- The environment holds only what builds need (PATH, HOME, the locale, toolchain homes such as CARGO_HOME or VIRTUAL_ENV, ...): other variables, and any value shaped like a credential, are held back. If a command needs one, say so: the user can add its name to env.allow.".into());
         let network = asked.unwrap_or_else(|| self.default_network());
         lines.push(match network {
             Network::Off => "- No network: connections fail. The user can start pi with --sandbox-network filtered or on.".into(),

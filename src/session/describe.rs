@@ -186,15 +186,26 @@ impl Session {
         let dropped = self.dropped_env();
         let _ = writeln!(
             out,
-            "\nEnvironment variables sandboxed commands do not get (env.allow: {}; env.deny: {}):",
+            "\nEnvironment: sandboxed commands get the variables a build needs (the allow-list: PATH, HOME, LANG, toolchain homes, ...: docs/protection.md lists it) and env.allow, never a credential-shaped value (env.allow: {}; env.deny: {}). Held back:",
             show_list(&l.config.env_allow.value),
             show_list(&l.config.env_deny.value)
         );
         if dropped.is_empty() {
             let _ = writeln!(out, "  none");
         }
-        for d in &dropped {
+        let (unlisted, telling): (Vec<_>, Vec<_>) = dropped
+            .iter()
+            .partition(|d| d.kind == crate::policy::environment::DropKind::NotListed);
+        for d in &telling {
             let _ = writeln!(out, "  {} — {}", shown::name(&d.name), d.why);
+        }
+        if !unlisted.is_empty() {
+            let names: Vec<String> = unlisted.iter().map(|d| shown::name(&d.name)).collect();
+            let _ = writeln!(
+                out,
+                "  not on the allow-list (env.allow brings one back): {}",
+                names.join(", ")
+            );
         }
     }
 

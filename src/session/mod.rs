@@ -170,12 +170,24 @@ fn allowed_domains_in(config: &Config, env: &Env) -> String {
     }
 }
 
-/// The names in pi's environment now (the extension spawns with it; Node's `process.env`
-/// writes through to it).
-fn process_env_names() -> Vec<String> {
+/// pi's environment now, names and values (the extension spawns with it; Node's
+/// `process.env` writes through to it).
+fn process_env() -> Vec<(String, String)> {
     std::env::vars_os()
-        .map(|(k, _)| k.to_string_lossy().into_owned())
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
         .collect()
+}
+
+/// Whether `value` is an existing absolute path, or a `:`-separated list of them.
+fn existing_paths(value: &str) -> bool {
+    value
+        .split(':')
+        .all(|p| p.starts_with('/') && Path::new(p).exists())
 }
 
 /// `PI_SANDBOX_INDEX=off` turns the index off: every command walks the trees in full.
@@ -508,10 +520,10 @@ impl Session {
                 .collect(),
         );
         let load_time_repos = repos.into_iter().map(|(git_dir, _)| git_dir).collect();
-        let names = process_env_names();
+        let vars = process_env();
         let read_by_pi = environment::models_json_vars(
             &self.options.env.agent_dir,
-            names.iter().map(String::as_str),
+            vars.iter().map(|(n, _)| n.as_str()),
         );
         let env_policy =
             EnvPolicy::new(&config.env_allow.value, &config.env_deny.value, read_by_pi).map_err(
@@ -576,11 +588,30 @@ impl Session {
     pub(crate) fn dropped_env(&self) -> Vec<environment::Dropped> {
         match &self.state {
             Ok(l) => {
-                let names = process_env_names();
-                l.env_policy.dropped(names.iter().map(String::as_str))
+                let vars = process_env();
+                l.env_policy
+                    .dropped(vars.iter().map(|(n, v)| (n.as_str(), v.as_str())))
             }
             Err(_) => vec![],
         }
+    }
+
+    /// The variables of `given` (what pi would give a shell: its environment and what it
+    /// adds) a sandboxed command gets. Without a policy, the allow-list alone.
+    pub(crate) fn command_env(&self, given: Vec<(String, String)>) -> Vec<(String, String)> {
+        let fallback;
+        let policy = match &self.state {
+            Ok(l) => &l.env_policy,
+            Err(_) => {
+                fallback =
+                    EnvPolicy::new(&[], &[], Default::default()).expect("an empty policy compiles");
+                &fallback
+            }
+        };
+        given
+            .into_iter()
+            .filter(|(n, v)| policy.judge(n, v).is_none())
+            .collect()
     }
 
     /// The secrets to hide from the model in tools' output: the values of the variables
@@ -605,13 +636,14 @@ impl Session {
             })
         };
         // A dropped variable that holds the path of a file (AWS_CA_BUNDLE, a credentials
-        // file's location) names where a secret is, not the secret: hiding every mention of
-        // the path would only garble output.
+        // file's location), or a list of them (a plugin search path), names where things
+        // are, not a secret: hiding every mention of the path would only garble output.
+        // (Short values, `1` or `true`, the redactor leaves alone itself.)
         let mut secrets: Vec<Secret> = self
             .dropped_env()
             .iter()
             .filter_map(|d| value_of(&d.name))
-            .filter(|s| !(s.value.starts_with('/') && Path::new(&s.value).exists()))
+            .filter(|s| !existing_paths(&s.value))
             .collect();
         secrets.extend(redact::pi_file_secrets(agent_dir, &env));
         if let Ok(l) = &self.state {

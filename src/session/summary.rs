@@ -8,10 +8,39 @@ use std::path::Path;
 use super::Session;
 use crate::platform::detect;
 use crate::policy::bash::{Capability, Network};
+use crate::policy::environment::Dropped;
 use crate::shown;
 
 /// How many of the latest refusals the summary shows.
 const RECENT: usize = 3;
+
+/// How many of the variables held back the summary names.
+const ENV_NAMES: usize = 3;
+
+/// The environment in one line: how many variables commands do not get, and a few names
+/// (never a value), those dropped for a credential first.
+fn env_line(mut dropped: Vec<Dropped>) -> String {
+    if dropped.is_empty() {
+        return "Environment: the allow-list and env.allow; nothing held back".into();
+    }
+    dropped.sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
+    let mut names: Vec<String> = dropped
+        .iter()
+        .take(ENV_NAMES)
+        .map(|d| shown::name(&d.name))
+        .collect();
+    if dropped.len() > ENV_NAMES {
+        names.push(format!("+{} more", dropped.len() - ENV_NAMES));
+    }
+    format!(
+        "Environment: the allow-list and env.allow; {} held back ({})",
+        match dropped.len() {
+            1 => "1 variable".to_string(),
+            n => format!("{n} variables"),
+        },
+        names.join(", ")
+    )
+}
 
 impl Session {
     /// The one-screen summary; `asked`: the network mode asked for (`--sandbox-network`).
@@ -63,10 +92,10 @@ impl Session {
         let _ = writeln!(out, "Writable: {}", writable.join(", "));
         let _ = writeln!(
             out,
-            "Hidden from bash: {} denyRead entries, env files, environment variables: {}",
+            "Hidden from bash: {} denyRead entries, env files",
             l.config.deny_read.value.len(),
-            self.dropped_env().len()
         );
+        let _ = writeln!(out, "{}", env_line(self.dropped_env()));
         let grants = self.granted.entries.len() + self.session_writes.len();
         let hosts = self.gate.rules().granted.len();
         let _ = writeln!(
@@ -125,5 +154,40 @@ impl Session {
                 shown::text(&line).chars().take(76).collect::<String>()
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::environment::DropKind;
+
+    fn d(name: &str, kind: DropKind) -> Dropped {
+        Dropped {
+            name: name.into(),
+            why: "why".into(),
+            kind,
+        }
+    }
+
+    #[test]
+    fn the_environment_line_counts_and_names_credentials_first() {
+        let line = env_line(vec![
+            d("AAA_PLAIN", DropKind::NotListed),
+            d("ZZ_URL", DropKind::Value),
+            d("BBB", DropKind::NotListed),
+            d("GH_TOKEN", DropKind::NotListed),
+            d("CORP_LLM", DropKind::ReadByPi),
+        ]);
+        assert_eq!(
+            line,
+            "Environment: the allow-list and env.allow; 5 variables held back (ZZ_URL, CORP_LLM, AAA_PLAIN, +2 more)"
+        );
+        assert!(!line.contains('\n'));
+        assert_eq!(
+            env_line(vec![d("X", DropKind::Denied)]),
+            "Environment: the allow-list and env.allow; 1 variable held back (X)"
+        );
+        assert!(env_line(vec![]).contains("nothing held back"));
     }
 }
