@@ -18,6 +18,13 @@ use crate::surface::scan::{allow_write_roots, Scan};
 pub(crate) enum MountKind {
     Writable,
     ReadOnly,
+    /// A placeholder in a work tree (`Islands::in_work_tree`): bound read-only like
+    /// `ReadOnly`, then covered by a read-only tmpfs holding only a `.gitignore` that ignores
+    /// everything, itself included. git inside then takes the directory for ignored, not for
+    /// an empty untracked one it must remove (`git clean -d`, `git stash -u`: a mount point
+    /// cannot be removed, and they failed on it). Nothing of it reaches the host: pi there
+    /// sees the empty directory.
+    Placeholder,
     /// An empty read-only tmpfs over a denied directory.
     MaskDir,
     /// /dev/null over a denied file.
@@ -127,9 +134,13 @@ pub(crate) fn plan(
     let Islands {
         read_only,
         mut placeholders,
+        in_work_tree,
         covering,
     } = read_only_islands(guard, facts, &disk, &writable);
     mounts.extend(pinned(guard, &disk, &writable, read_only, &covering));
+    for m in mounts.iter_mut().filter(|m| in_work_tree.contains(&m.path)) {
+        m.kind = MountKind::Placeholder;
+    }
 
     // A session directory below /tmp must still exist inside, read-only if not writable.
     if under_tmp(&env.cwd) && !inside_writable(&env.cwd) && disk.exists(&env.cwd) {
@@ -196,6 +207,9 @@ struct Islands {
     read_only: Vec<PathBuf>,
     /// Those that do not exist yet: created empty as mount points.
     placeholders: Vec<PathBuf>,
+    /// The placeholders git sees in a work tree (the `.pi` beside the session's files), as
+    /// opposed to those inside a git dir (hooks).
+    in_work_tree: Vec<PathBuf>,
     /// The read-only directories (placeholders included): nothing below one is mounted.
     covering: Vec<PathBuf>,
 }
@@ -205,8 +219,6 @@ struct Islands {
 /// fixed places (agent dir, shell rc files, ...), and placeholders for protected directories
 /// that do not exist yet.
 fn read_only_islands(guard: &Guard, facts: &Facts, disk: &Disk, writable: &[PathBuf]) -> Islands {
-    let env = guard.env();
-    let inside_writable = |p: &Path| writable.iter().any(|w| p.starts_with(w));
     let mut read_only: Vec<PathBuf> = facts
         .scan
         .protected
@@ -222,34 +234,8 @@ fn read_only_islands(guard: &Guard, facts: &Facts, disk: &Disk, writable: &[Path
             .filter(|(_, e)| e.keep == Keep::Mount)
             .map(|(p, _)| p.clone()),
     );
-    // Placeholders: protected directories that do not exist yet become empty read-only
-    // mount points, so the command cannot create them.
-    let mut placeholders = Vec::new();
-    for e in TABLE.iter().filter(|e| e.placeholder) {
-        let candidates: Vec<PathBuf> = match e.place {
-            Place::Name(n) if !n.ends_with('*') => vec![env.cwd.join(n)],
-            // Only git dirs with their own object store: a linked worktree's admin dir takes
-            // its hooks from the common dir, and `git worktree remove` must be able to
-            // delete it (a mount point inside would make that fail).
-            Place::Git(rel) => facts
-                .scan
-                .git_dirs
-                .iter()
-                .filter(|g| disk.kind(&g.join("objects")) == FileKind::Dir)
-                .map(|g| g.join(rel))
-                .collect(),
-            _ => vec![],
-        };
-        for p in candidates {
-            if !disk.exists(&p)
-                && p.parent().is_some_and(|d| disk.kind(d) == FileKind::Dir)
-                && inside_writable(&p)
-            {
-                placeholders.push(p.clone());
-                read_only.push(p);
-            }
-        }
-    }
+    let (mut placeholders, mut in_work_tree) = placeholders(guard, facts, disk, writable);
+    read_only.extend(placeholders.iter().cloned());
     // A read-only directory covers everything inside it: nothing below it is mounted again
     // (a writable pin there would open a hole in it, and bwrap could not create a mount
     // point inside it anyway).
@@ -268,11 +254,59 @@ fn read_only_islands(guard: &Guard, facts: &Facts, disk: &Disk, writable: &[Path
         true
     });
     placeholders.retain(|p| read_only.contains(p));
+    in_work_tree.retain(|p| placeholders.contains(p));
     Islands {
         read_only,
         placeholders,
+        in_work_tree,
         covering,
     }
+}
+
+/// Placeholders: protected directories that do not exist yet become empty read-only mount
+/// points, so the command cannot create them. The audit alone would not do for the project's
+/// `.pi`: it runs after the command, on the host, and until then what the command wrote there
+/// is loaded by any pi that starts in the project (a second one, or the user's next one when
+/// this pi was killed mid-command: then no audit runs, and the next session's baseline takes
+/// the file for the user's). The placeholder leaves no such window. Returns them all, and
+/// those in a work tree (`MountKind::Placeholder`).
+fn placeholders(
+    guard: &Guard,
+    facts: &Facts,
+    disk: &Disk,
+    writable: &[PathBuf],
+) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let inside_writable = |p: &Path| writable.iter().any(|w| p.starts_with(w));
+    let mut placeholders = Vec::new();
+    let mut in_work_tree = Vec::new();
+    for e in TABLE.iter().filter(|e| e.placeholder) {
+        let candidates: Vec<PathBuf> = match e.place {
+            Place::Name(n) if !n.ends_with('*') => vec![guard.env().cwd.join(n)],
+            // Only git dirs with their own object store: a linked worktree's admin dir takes
+            // its hooks from the common dir, and `git worktree remove` must be able to
+            // delete it (a mount point inside would make that fail).
+            Place::Git(rel) => facts
+                .scan
+                .git_dirs
+                .iter()
+                .filter(|g| disk.kind(&g.join("objects")) == FileKind::Dir)
+                .map(|g| g.join(rel))
+                .collect(),
+            _ => vec![],
+        };
+        for p in candidates {
+            if !disk.exists(&p)
+                && p.parent().is_some_and(|d| disk.kind(d) == FileKind::Dir)
+                && inside_writable(&p)
+            {
+                if matches!(e.place, Place::Name(_)) {
+                    in_work_tree.push(p.clone());
+                }
+                placeholders.push(p);
+            }
+        }
+    }
+    (placeholders, in_work_tree)
 }
 
 /// The directories between a path and the writable root it lies in (the deepest first).
@@ -512,7 +546,7 @@ mod tests {
                 "Writable /home/u/.pi",
                 "Writable /w/proj/.git",
                 "Writable /w/proj/certs",
-                "ReadOnly /w/proj/.pi",
+                "Placeholder /w/proj/.pi",
                 "MaskDir /home/u/.ssh",
                 "ReadOnly /home/u/.pi/agent",
                 "ReadOnly /w/proj/.git/config",
@@ -585,11 +619,52 @@ mod tests {
             show(&p),
             [
                 "Writable /w/proj",
-                "ReadOnly /w/proj/.pi",
                 "ReadOnly /w/proj/keys.pem",
+                "Placeholder /w/proj/.pi",
             ]
         );
         assert_eq!(p.placeholders, vec![r("/w/proj/.pi")]);
+    }
+
+    #[test]
+    fn only_a_missing_pi_in_the_work_tree_is_shown_to_git_as_ignored() {
+        let env = env();
+        let g = guard("{}", &env);
+        let r = |s: &str| PathBuf::from(format!("/nonexistent-pi-test{s}"));
+        let repo = [
+            (r("/w/proj"), FileKind::Dir),
+            (r("/w/proj/.git"), FileKind::Dir),
+            (r("/w/proj/.git/objects"), FileKind::Dir),
+        ];
+        // No .pi, no hooks: both are placeholders; git removes an empty untracked .pi, and
+        // never looks into its own hooks directory as part of the tree.
+        let p = plan_on(&g, &repo, vec![]);
+        let shown = show(&p);
+        assert!(
+            shown.contains(&"Placeholder /w/proj/.pi".to_string()),
+            "{shown:?}"
+        );
+        assert!(
+            shown.contains(&"ReadOnly /w/proj/.git/hooks".to_string()),
+            "{shown:?}"
+        );
+        assert_eq!(
+            p.placeholders,
+            vec![r("/w/proj/.pi"), r("/w/proj/.git/hooks")]
+        );
+        // The user's own .pi is theirs: bound read-only as it is, git sees it as they do.
+        let mut with_pi = repo.to_vec();
+        with_pi.push((r("/w/proj/.pi"), FileKind::Dir));
+        let p = plan_on(&g, &with_pi, vec![r("/w/proj/.pi")]);
+        let shown = show(&p);
+        assert!(
+            shown.contains(&"ReadOnly /w/proj/.pi".to_string()),
+            "{shown:?}"
+        );
+        assert!(
+            !shown.iter().any(|s| s.starts_with("Placeholder")),
+            "{shown:?}"
+        );
     }
 
     #[test]
@@ -634,7 +709,7 @@ mod tests {
             [
                 "Writable /tmp/x",
                 "Writable /w/proj",
-                "ReadOnly /w/proj/.pi",
+                "Placeholder /w/proj/.pi",
                 "MaskDir /home/u/.ssh"
             ]
         );
@@ -662,7 +737,7 @@ mod tests {
             [
                 "Writable /w/proj",
                 "MaskDir /t/pi-sandbox-0",
-                "ReadOnly /w/proj/.pi"
+                "Placeholder /w/proj/.pi"
             ]
         );
         // The file tools' /tmp is the same folder; the index does not walk it.
