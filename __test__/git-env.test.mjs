@@ -226,7 +226,7 @@ test("the answer the note names unblocks git: after \"Allow for this session\" i
 });
 
 test("the project's missing .pi stays empty for pi: a command cannot fill it, rename it or check it out from git, and git inside leaves it alone", async (t) => {
-  const { w } = repoWorld("git-pi-placeholder", {});
+  const { w, git } = repoWorld("git-pi-placeholder", {});
   t.after(w.cleanup);
   const marker = path.join(w.root, "extension-loaded");
   const ext = `import { writeFileSync } from "node:fs"; writeFileSync(${JSON.stringify(marker)}, "1"); export default function () {}`;
@@ -265,8 +265,13 @@ test("the project's missing .pi stays empty for pi: a command cannot fill it, re
   assert.doesNotMatch(bash, /moved to/, bash);
   assert.deepEqual(readdirSync(path.join(w.project, ".pi")), [], "the host's .pi stays empty");
   assert.ok(!existsSync(path.join(w.project, ".pi-old")));
-  // The user's next pi in the project loads nothing from it.
-  const next = await runPi({ world: w, env: { GIT_CEILING_DIRECTORIES: w.root }, script: [[call("bash", { command: "echo END" })]] });
+  // The user's next pi in the project loads nothing from it, and its commands' git leaves
+  // the placeholder kept from this session alone too (the user first drops the commit that
+  // tracks .pi/extensions/x.ts, which git inside could not check out).
+  git("reset", "-q", "--hard", "HEAD~1");
+  const again = "echo u > u.txt && git stash -u -q && test ! -e u.txt && git stash pop -q && git clean -fdq && test ! -e u.txt && echo AGAIN-OK";
+  const next = await runPi({ world: w, env: { GIT_CEILING_DIRECTORIES: w.root }, script: [[call("bash", { command: again })]] });
   assert.equal(next.code, 0, next.stderr);
   assert.ok(!existsSync(marker), "pi loaded an extension a command left in .pi");
+  assert.match(next.results[0].text, /AGAIN-OK/, next.results[0].text);
 });

@@ -18,8 +18,8 @@ use crate::surface::scan::{allow_write_roots, Scan};
 pub(crate) enum MountKind {
     Writable,
     ReadOnly,
-    /// A placeholder in a work tree (`Islands::in_work_tree`): bound read-only like
-    /// `ReadOnly`, then covered by a read-only tmpfs holding only a `.gitignore` that ignores
+    /// An empty `.pi` (a placeholder, or one left empty): bound read-only like `ReadOnly`,
+    /// then covered by a read-only tmpfs holding only a `.gitignore` that ignores
     /// everything, itself included. git inside then takes the directory for ignored, not for
     /// an empty untracked one it must remove (`git clean -d`, `git stash -u`: a mount point
     /// cannot be removed, and they failed on it). Nothing of it reaches the host: pi there
@@ -69,6 +69,8 @@ pub(crate) struct Facts<'a> {
     pub(crate) kind_of: &'a dyn Fn(&Path) -> FileKind,
     /// What `scan_protected` found in the writable trees.
     pub(crate) scan: &'a Scan,
+    /// Whether a directory is empty (asked of the `.pi` directories mounted only).
+    pub(crate) is_empty_dir: &'a dyn Fn(&Path) -> bool,
 }
 
 /// /tmp is a private tmpfs inside the sandbox: a host path below it is visible there only
@@ -134,13 +136,10 @@ pub(crate) fn plan(
     let Islands {
         read_only,
         mut placeholders,
-        in_work_tree,
         covering,
     } = read_only_islands(guard, facts, &disk, &writable);
     mounts.extend(pinned(guard, &disk, &writable, read_only, &covering));
-    for m in mounts.iter_mut().filter(|m| in_work_tree.contains(&m.path)) {
-        m.kind = MountKind::Placeholder;
-    }
+    empty_pi_ignored(&mut mounts, &placeholders, facts, &disk);
 
     // A session directory below /tmp must still exist inside, read-only if not writable.
     if under_tmp(&env.cwd) && !inside_writable(&env.cwd) && disk.exists(&env.cwd) {
@@ -207,9 +206,6 @@ struct Islands {
     read_only: Vec<PathBuf>,
     /// Those that do not exist yet: created empty as mount points.
     placeholders: Vec<PathBuf>,
-    /// The placeholders git sees in a work tree (the `.pi` beside the session's files), as
-    /// opposed to those inside a git dir (hooks).
-    in_work_tree: Vec<PathBuf>,
     /// The read-only directories (placeholders included): nothing below one is mounted.
     covering: Vec<PathBuf>,
 }
@@ -234,7 +230,7 @@ fn read_only_islands(guard: &Guard, facts: &Facts, disk: &Disk, writable: &[Path
             .filter(|(_, e)| e.keep == Keep::Mount)
             .map(|(p, _)| p.clone()),
     );
-    let (mut placeholders, mut in_work_tree) = placeholders(guard, facts, disk, writable);
+    let mut placeholders = placeholders(guard, facts, disk, writable);
     read_only.extend(placeholders.iter().cloned());
     // A read-only directory covers everything inside it: nothing below it is mounted again
     // (a writable pin there would open a hole in it, and bwrap could not create a mount
@@ -254,11 +250,9 @@ fn read_only_islands(guard: &Guard, facts: &Facts, disk: &Disk, writable: &[Path
         true
     });
     placeholders.retain(|p| read_only.contains(p));
-    in_work_tree.retain(|p| placeholders.contains(p));
     Islands {
         read_only,
         placeholders,
-        in_work_tree,
         covering,
     }
 }
@@ -268,17 +262,10 @@ fn read_only_islands(guard: &Guard, facts: &Facts, disk: &Disk, writable: &[Path
 /// `.pi`: it runs after the command, on the host, and until then what the command wrote there
 /// is loaded by any pi that starts in the project (a second one, or the user's next one when
 /// this pi was killed mid-command: then no audit runs, and the next session's baseline takes
-/// the file for the user's). The placeholder leaves no such window. Returns them all, and
-/// those in a work tree (`MountKind::Placeholder`).
-fn placeholders(
-    guard: &Guard,
-    facts: &Facts,
-    disk: &Disk,
-    writable: &[PathBuf],
-) -> (Vec<PathBuf>, Vec<PathBuf>) {
+/// the file for the user's). The placeholder leaves no such window.
+fn placeholders(guard: &Guard, facts: &Facts, disk: &Disk, writable: &[PathBuf]) -> Vec<PathBuf> {
     let inside_writable = |p: &Path| writable.iter().any(|w| p.starts_with(w));
     let mut placeholders = Vec::new();
-    let mut in_work_tree = Vec::new();
     for e in TABLE.iter().filter(|e| e.placeholder) {
         let candidates: Vec<PathBuf> = match e.place {
             Place::Name(n) if !n.ends_with('*') => vec![guard.env().cwd.join(n)],
@@ -299,14 +286,34 @@ fn placeholders(
                 && p.parent().is_some_and(|d| disk.kind(d) == FileKind::Dir)
                 && inside_writable(&p)
             {
-                if matches!(e.place, Place::Name(_)) {
-                    in_work_tree.push(p.clone());
-                }
                 placeholders.push(p);
             }
         }
     }
-    (placeholders, in_work_tree)
+    placeholders
+}
+
+/// An empty `.pi` (this command's placeholder, one kept from an earlier command, or the
+/// user's own, empty) is shown to git as ignored (`MountKind::Placeholder`): git could not
+/// remove it anyway.
+fn empty_pi_ignored(mounts: &mut [Mount], placeholders: &[PathBuf], facts: &Facts, disk: &Disk) {
+    let empty = |p: &Path| {
+        placeholders.iter().any(|h| h == p)
+            || (disk.kind(p) == FileKind::Dir && (facts.is_empty_dir)(p))
+    };
+    for m in mounts.iter_mut() {
+        if m.kind == MountKind::ReadOnly && has_placeholder_name(&m.path) && empty(&m.path) {
+            m.kind = MountKind::Placeholder;
+        }
+    }
+}
+
+/// Whether `p` is named like a placeholder git sees in a work tree (`.pi`), as opposed to
+/// one inside a git dir (hooks), which git never lists.
+fn has_placeholder_name(p: &Path) -> bool {
+    TABLE.iter().any(|e| {
+        e.placeholder && matches!(e.place, Place::Name(n) if p.file_name() == Some(n.as_ref()))
+    })
 }
 
 /// The directories between a path and the writable root it lies in (the deepest first).
@@ -489,9 +496,11 @@ mod tests {
                 .collect(),
             ..Default::default()
         };
+        let is_empty_dir = |p: &Path| !disk.keys().any(|k| k.parent() == Some(p));
         let facts = Facts {
             kind_of: &kind,
             scan: &scan,
+            is_empty_dir: &is_empty_dir,
         };
         plan(g, &facts, Network::Off, Some(Path::new("/tmp/s.sh")))
     }
@@ -627,7 +636,7 @@ mod tests {
     }
 
     #[test]
-    fn only_a_missing_pi_in_the_work_tree_is_shown_to_git_as_ignored() {
+    fn only_an_empty_or_missing_pi_is_shown_to_git_as_ignored() {
         let env = env();
         let g = guard("{}", &env);
         let r = |s: &str| PathBuf::from(format!("/nonexistent-pi-test{s}"));
@@ -652,9 +661,21 @@ mod tests {
             p.placeholders,
             vec![r("/w/proj/.pi"), r("/w/proj/.git/hooks")]
         );
-        // The user's own .pi is theirs: bound read-only as it is, git sees it as they do.
-        let mut with_pi = repo.to_vec();
-        with_pi.push((r("/w/proj/.pi"), FileKind::Dir));
+        // The placeholder is kept after the command (removing it could lift another
+        // sandbox's mount): an empty .pi the next command finds is treated the same.
+        let mut kept = repo.to_vec();
+        kept.push((r("/w/proj/.pi"), FileKind::Dir));
+        let p = plan_on(&g, &kept, vec![r("/w/proj/.pi")]);
+        let shown = show(&p);
+        assert!(
+            shown.contains(&"Placeholder /w/proj/.pi".to_string()),
+            "{shown:?}"
+        );
+        assert!(!p.placeholders.contains(&r("/w/proj/.pi")), "it exists");
+        // A .pi with something in it is the user's: bound read-only as it is, and git sees
+        // it as they do.
+        let mut with_pi = kept.clone();
+        with_pi.push((r("/w/proj/.pi/settings.json"), FileKind::File));
         let p = plan_on(&g, &with_pi, vec![r("/w/proj/.pi")]);
         let shown = show(&p);
         assert!(
@@ -809,6 +830,7 @@ mod tests {
         let facts = Facts {
             kind_of: &kind_on_disk,
             scan: &scan,
+            is_empty_dir: &|_| false,
         };
         let plan = plan(&g, &facts, Network::Off, None);
         for f in &found {
