@@ -81,7 +81,9 @@ test("checkTool resolves inputs as pi does and patches grep's glob", (t) => {
   assert.equal(read.patch, undefined);
   const grep = s.checkTool("grep", { pattern: "x" });
   assert.equal(grep.decision.verdict, "allow");
-  assert.deepEqual(grep.patch, { glob: "!{.env,.env.*}" });
+  // Secret env files stay out; templates (.env.example) are searched since they hold no secrets.
+  assert.match(grep.patch.glob, /^!\{\.env,/);
+  assert.notEqual(grep.patch.glob, "!{.env,.env.*}");
   assert.equal(s.checkTool("grep", { pattern: "x", path: w.home }).decision.verdict, "deny");
   assert.equal(s.checkTool("write", { path: ".pi/extensions/x.ts", content: "" }).decision.verdict, "deny");
   assert.deepEqual(guardedTools(), ["read", "write", "edit", "grep", "find", "ls"]);
@@ -188,6 +190,19 @@ test("CLI: check and explain exit 0/1 with the reason; config shows sources", (t
   r = cli(["check", "write", "src/new.ts", "--json"], { cwd: w.cwd, env });
   assert.equal(r.status, 0, r.stderr);
   assert.equal(JSON.parse(r.stdout).verdict, "allow");
+  // The session's own /tmp is named /tmp, as pi's users and commands name it, not by the
+  // run's ephemeral host folder.
+  r = cli(["check", "write", "/tmp/x"], { cwd: w.cwd, env });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /^ALLOWED: write \/tmp\/x\n/, r.stdout);
+  assert.doesNotMatch(r.stdout, /pi-sandbox-\d+\//, r.stdout);
+  r = cli(["explain", "write", "/tmp/x", "--json"], { cwd: w.cwd, env });
+  assert.equal(JSON.parse(r.stdout).decision.path, "/tmp/x", r.stdout);
+  assert.match(JSON.parse(r.stdout).decision.reason, /^Write to \/tmp\/x is allowed/, r.stdout);
+  // ... and so is it where another decision names it (the allowWrite list).
+  r = cli(["check", "write", "/etc/x"], { cwd: w.cwd, env });
+  assert.match(r.stdout, /outside every allowWrite directory \([^)]*, \/tmp;/, r.stdout);
+  assert.doesNotMatch(r.stdout, /pi-sandbox-\d+\//, r.stdout);
   r = cli(["explain", "write", "key.pem", "--cwd", w.cwd], { env });
   assert.equal(r.status, 1);
   assert.match(r.stdout, /● denyWrite/);

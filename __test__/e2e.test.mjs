@@ -134,6 +134,10 @@ test("env files: asked for (blocked without a UI), refused in deny mode, allowed
   const w = makeWorld("env");
   t.after(w.cleanup);
   writeFileSync(path.join(w.project, ".env"), "API_TOKEN=ENV-SECRET-77\n");
+  writeFileSync(path.join(w.project, ".env.production.local"), "API_TOKEN=ENV-SECRET-78\n");
+  writeFileSync(path.join(w.project, ".env.ample"), "API_TOKEN=ENV-SECRET-79\n");
+  // Templates hold no secrets: grep searches them.
+  writeFileSync(path.join(w.project, ".env.example"), "API_TOKEN=your-token-here\n");
   writeFileSync(path.join(w.project, "src", "config.ts"), "const name = 'API_TOKEN';\n");
   const script = [[call("read", { path: ".env" }), call("grep", { pattern: "API_TOKEN" })]];
 
@@ -141,12 +145,13 @@ test("env files: asked for (blocked without a UI), refused in deny mode, allowed
   let res = byId(ask.results);
   assert.match(res.call_0_0, /needs the user's approval, and there is no UI to ask in/);
   assert.match(res.call_0_1, /src\/config\.ts/);
-  assert.doesNotMatch(res.call_0_1, /ENV-SECRET-77/);
+  assert.match(res.call_0_1, /\.env\.example:1: API_TOKEN=your-token-here/, res.call_0_1);
+  assert.doesNotMatch(res.call_0_1, /ENV-SECRET-7/);
 
   const deny = await runPi({ world: w, script, env: { PI_SANDBOX_APPROVAL_MODE: "deny" } });
   res = byId(deny.results);
   assert.match(res.call_0_0, /PI_SANDBOX_APPROVAL_MODE=deny refuses them/);
-  assert.doesNotMatch(res.call_0_1, /ENV-SECRET-77/);
+  assert.doesNotMatch(res.call_0_1, /ENV-SECRET-7/);
 
   const always = await runPi({ world: w, script, env: { PI_SANDBOX_APPROVAL_MODE: "always" } });
   res = byId(always.results);

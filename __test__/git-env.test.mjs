@@ -6,7 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { makeWorld, picking, runPi, runPiRpc } from "./helpers/pi-run.mjs";
 
@@ -20,9 +20,7 @@ function repoWorld(name, files, more = () => {}) {
   const git = (...args) =>
     execFileSync("git", args, { cwd: w.project, env: { ...process.env, HOME: w.home, GIT_CEILING_DIRECTORIES: w.root }, encoding: "utf8" });
   git("init", "-q");
-  // `.pi/`: the sandbox keeps an empty `.pi` in the project (a mount point no command may
-  // fill); `git stash -u` would try to remove it. Ignored here: that is not this test's
-  // subject.
+  // No `.pi/` in the ignores: the sandbox's empty `.pi` placeholder must not trouble git.
   for (const [rel, content] of Object.entries({ "a.txt": "a\n", ...files })) writeFileSync(path.join(w.project, rel), content);
   git("add", "-A");
   git("commit", "-qm", "init");
@@ -45,6 +43,9 @@ const FLOWS = {
   stash: "git stash -q && test -z \"$(git status --porcelain)\" && git stash pop -q",
   "stash-u": "echo u > u.txt && git stash -u -q && test ! -e u.txt && git stash pop -q && test -e u.txt",
   "add-commit": "git add -A && git commit -qm work && test -z \"$(git status --porcelain)\"",
+  // The project's .pi placeholder is neither listed nor removed (before: "failed to remove .pi/").
+  clean:
+    'echo c > c.txt && mkdir d && echo d > d/x && test "$(git clean -fdn)" = "$(printf \'Would remove c.txt\\nWould remove d/\')" && git clean -fdq && test ! -e c.txt && test ! -e d && test -z "$(git status --porcelain --untracked-files=all)"',
   rebase: "git checkout -q feat && git rebase -q main && git checkout -q main",
   worktree: 'git worktree add -q -b wt-feat wt feat && test -z "$(git -C wt status --porcelain)"',
 };
@@ -61,7 +62,7 @@ function assertFlows(text, names = Object.keys(FLOWS)) {
 const ENV_SECRET = "LOCAL_SECRET=s3cr3t-4242\n";
 
 test("a repository that tracks .env.example and ignores .env: every git flow works, the template is readable, .env stays hidden", async (t) => {
-  const { w } = repoWorld("git-template", { ".gitignore": ".env\n.pi/\n", ".env.example": "API_KEY=\n" }, (_, w) =>
+  const { w } = repoWorld("git-template", { ".gitignore": ".env\n", ".env.example": "API_KEY=\n" }, (_, w) =>
     writeFileSync(path.join(w.project, ".env"), ENV_SECRET),
   );
   t.after(w.cleanup);
@@ -88,7 +89,7 @@ test("a repository that tracks .env.example and ignores .env: every git flow wor
 });
 
 test("a repository that tracks .env: every git flow works while its content is what git holds; checking out a branch that tracks it keeps it", async (t) => {
-  const { w } = repoWorld("git-tracked", { ".gitignore": ".pi/\n", ".env": "APP_ENV=dev\n" }, (git, w) => {
+  const { w } = repoWorld("git-tracked", { ".env": "APP_ENV=dev\n" }, (git, w) => {
     git("checkout", "-qb", "otherenv");
     writeFileSync(path.join(w.project, ".env"), "APP_ENV=prod\n");
     git("commit", "-qam", "other env");
@@ -119,7 +120,7 @@ test("a repository that tracks .env: every git flow works while its content is w
 });
 
 test("a repository that ignores .env: checking out a branch that tracks it, and a worktree of it, keep the .env git wrote", async (t) => {
-  const { w } = repoWorld("git-ignored", { ".gitignore": ".env\n.pi/\n" }, (git, w) => {
+  const { w } = repoWorld("git-ignored", { ".gitignore": ".env\n" }, (git, w) => {
     git("checkout", "-qb", "withenv");
     writeFileSync(path.join(w.project, ".env"), "FROM_GIT=1\n");
     git("add", "-f", ".env");
@@ -148,7 +149,7 @@ test("a repository that ignores .env: checking out a branch that tracks it, and 
 });
 
 test("a tracked .env with a local secret added stays hidden: git's failures name it and the answer, and a guessed blob written during the session does not show it", async (t) => {
-  const { w } = repoWorld("git-secret", { ".gitignore": ".pi/\n", ".env": "APP_ENV=dev\n" }, (_, w) =>
+  const { w } = repoWorld("git-secret", { ".env": "APP_ENV=dev\n" }, (_, w) =>
     writeFileSync(path.join(w.project, ".env"), `APP_ENV=dev\n${ENV_SECRET}`),
   );
   t.after(w.cleanup);
@@ -186,7 +187,7 @@ test("a tracked .env with a local secret added stays hidden: git's failures name
 
 test("templates marked secret by filesystem.envTemplatesSecret are hidden again, and the note says which key did it", async (t) => {
   // Not committed: content git holds would hide nothing, secret or not.
-  const { w } = repoWorld("git-template-secret", { ".gitignore": ".pi/\n" }, (_, w) => writeFileSync(path.join(w.project, ".env.example"), "API_KEY=\n"));
+  const { w } = repoWorld("git-template-secret", {}, (_, w) => writeFileSync(path.join(w.project, ".env.example"), "API_KEY=\n"));
   t.after(w.cleanup);
   mkdirSync(path.join(w.agentDir, "extensions"), { recursive: true });
   writeFileSync(path.join(w.agentDir, "extensions", "sandbox.json"), JSON.stringify({ filesystem: { envTemplatesSecret: true } }));
@@ -203,7 +204,7 @@ test("templates marked secret by filesystem.envTemplatesSecret are hidden again,
 });
 
 test("the answer the note names unblocks git: after \"Allow for this session\" in the read dialog, git diff reads the hidden .env", async (t) => {
-  const { w } = repoWorld("git-answer", { ".gitignore": ".pi/\n", ".env": "APP_ENV=dev\n" }, (_, w) =>
+  const { w } = repoWorld("git-answer", { ".env": "APP_ENV=dev\n" }, (_, w) =>
     writeFileSync(path.join(w.project, ".env"), `APP_ENV=dev\n${ENV_SECRET}`),
   );
   t.after(w.cleanup);
@@ -222,4 +223,55 @@ test("the answer the note names unblocks git: after \"Allow for this session\" i
   assert.match(read, /s3cr3t-4242/, "the user allowed it");
   assert.match(after, /\.env \| 1 \+\n/, after);
   assert.doesNotMatch(after, /hidden from commands/, after);
+});
+
+test("the project's missing .pi stays empty for pi: a command cannot fill it, rename it or check it out from git, and git inside leaves it alone", async (t) => {
+  const { w, git } = repoWorld("git-pi-placeholder", {});
+  t.after(w.cleanup);
+  const marker = path.join(w.root, "extension-loaded");
+  const ext = `import { writeFileSync } from "node:fs"; writeFileSync(${JSON.stringify(marker)}, "1"); export default function () {}`;
+  const b64 = Buffer.from(ext).toString("base64");
+  const r = await runPi({
+    world: w,
+    env: { GIT_CEILING_DIRECTORIES: w.root },
+    script: [
+      [
+        call("bash", {
+          command: [
+            "echo u > u.txt; git stash -u -q; echo stash=$?; git stash pop -q; echo pop=$?; git clean -fdq; echo clean=$?",
+            "git status --porcelain --untracked-files=all; echo status-done",
+            "mkdir -p .pi/extensions; echo '{}' > .pi/settings.json; rm .pi/.gitignore; mv .pi .pi-old",
+            // The same file through git: committed with plumbing, then checked out.
+            `id=$(echo ${b64} | base64 -d | git hash-object -w --stdin) && git update-index --add --cacheinfo 100644,$id,.pi/extensions/x.ts && git commit -qm ext && echo committed`,
+            "git checkout -f HEAD -- .pi; git reset -q --hard; echo END",
+          ].join("\n"),
+        }),
+      ],
+    ],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const [bash] = r.results.map((x) => x.text);
+  assert.match(bash, /END/, bash);
+  // Refused while the command runs (the audit after it would be too late for a pi that starts
+  // meanwhile): read-only, and a mount point cannot be renamed.
+  assert.match(bash, /mkdir: cannot create directory .\.pi\/extensions.: Read-only file system/, bash);
+  assert.match(bash, /\.pi\/settings\.json: Read-only file system/, bash);
+  assert.match(bash, /mv: cannot move .\.pi. to .\.pi-old.: Device or resource busy/, bash);
+  assert.match(bash, /committed\n[^\n]*cannot create directory at '\.pi\/extensions': Read-only file system/, bash);
+  // git leaves the placeholder alone (before: "failed to remove .pi/", exit 1), and does not
+  // list it.
+  assert.match(bash, /^stash=0\n(?:Already up to date\.\n)?pop=0\nclean=0\nstatus-done$/m, bash);
+  assert.doesNotMatch(bash, /failed to remove/, bash);
+  assert.doesNotMatch(bash, /moved to/, bash);
+  assert.deepEqual(readdirSync(path.join(w.project, ".pi")), [], "the host's .pi stays empty");
+  assert.ok(!existsSync(path.join(w.project, ".pi-old")));
+  // The user's next pi in the project loads nothing from it, and its commands' git leaves
+  // the placeholder kept from this session alone too (the user first drops the commit that
+  // tracks .pi/extensions/x.ts, which git inside could not check out).
+  git("reset", "-q", "--hard", "HEAD~1");
+  const again = "echo u > u.txt && git stash -u -q && test ! -e u.txt && git stash pop -q && git clean -fdq && test ! -e u.txt && echo AGAIN-OK";
+  const next = await runPi({ world: w, env: { GIT_CEILING_DIRECTORIES: w.root }, script: [[call("bash", { command: again })]] });
+  assert.equal(next.code, 0, next.stderr);
+  assert.ok(!existsSync(marker), "pi loaded an extension a command left in .pi");
+  assert.match(next.results[0].text, /AGAIN-OK/, next.results[0].text);
 });

@@ -205,7 +205,8 @@ impl Sandbox {
     pub fn check(&self, op: String, path: String) -> napi::Result<JsDecision, String> {
         let op = parse_op(&op)?;
         let p = self.tool_path(&path)?;
-        Ok(self.commands.session().check(op, &p).into())
+        let session = self.commands.session();
+        Ok(session.shown(session.check(op, &p)).into())
     }
 
     /// Like `check`, with every rule consulted on the way.
@@ -214,9 +215,10 @@ impl Sandbox {
     pub fn explain(&self, op: String, path: String) -> napi::Result<JsExplanation, String> {
         let op = parse_op(&op)?;
         let p = self.tool_path(&path)?;
-        let (d, steps) = self.commands.session().explain(op, &p);
+        let session = self.commands.session();
+        let (d, steps) = session.explain(op, &p);
         Ok(JsExplanation {
-            decision: d.into(),
+            decision: session.shown(d).into(),
             steps: steps.into_iter().map(Into::into).collect(),
         })
     }

@@ -190,6 +190,7 @@ pub(crate) fn plan_for(
     let facts = Facts {
         kind_of: &mounts::kind_on_disk,
         scan,
+        is_empty_dir: &|p: &Path| std::fs::read_dir(p).is_ok_and(|mut d| d.next().is_none()),
     };
     mounts::plan(guard, &facts, network, script)
 }

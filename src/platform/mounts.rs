@@ -18,6 +18,13 @@ use crate::surface::scan::{allow_write_roots, Scan};
 pub(crate) enum MountKind {
     Writable,
     ReadOnly,
+    /// An empty `.pi` (a placeholder, or one left empty): bound read-only like `ReadOnly`,
+    /// then covered by a read-only tmpfs holding only a `.gitignore` that ignores
+    /// everything, itself included. git inside then takes the directory for ignored, not for
+    /// an empty untracked one it must remove (`git clean -d`, `git stash -u`: a mount point
+    /// cannot be removed, and they failed on it). Nothing of it reaches the host: pi there
+    /// sees the empty directory.
+    Placeholder,
     /// An empty read-only tmpfs over a denied directory.
     MaskDir,
     /// /dev/null over a denied file.
@@ -62,6 +69,8 @@ pub(crate) struct Facts<'a> {
     pub(crate) kind_of: &'a dyn Fn(&Path) -> FileKind,
     /// What `scan_protected` found in the writable trees.
     pub(crate) scan: &'a Scan,
+    /// Whether a directory is empty (asked of the `.pi` directories mounted only).
+    pub(crate) is_empty_dir: &'a dyn Fn(&Path) -> bool,
 }
 
 /// /tmp is a private tmpfs inside the sandbox: a host path below it is visible there only
@@ -130,6 +139,7 @@ pub(crate) fn plan(
         covering,
     } = read_only_islands(guard, facts, &disk, &writable);
     mounts.extend(pinned(guard, &disk, &writable, read_only, &covering));
+    empty_pi_ignored(&mut mounts, &placeholders, facts, &disk);
 
     // A session directory below /tmp must still exist inside, read-only if not writable.
     if under_tmp(&env.cwd) && !inside_writable(&env.cwd) && disk.exists(&env.cwd) {
@@ -205,8 +215,6 @@ struct Islands {
 /// fixed places (agent dir, shell rc files, ...), and placeholders for protected directories
 /// that do not exist yet.
 fn read_only_islands(guard: &Guard, facts: &Facts, disk: &Disk, writable: &[PathBuf]) -> Islands {
-    let env = guard.env();
-    let inside_writable = |p: &Path| writable.iter().any(|w| p.starts_with(w));
     let mut read_only: Vec<PathBuf> = facts
         .scan
         .protected
@@ -222,34 +230,8 @@ fn read_only_islands(guard: &Guard, facts: &Facts, disk: &Disk, writable: &[Path
             .filter(|(_, e)| e.keep == Keep::Mount)
             .map(|(p, _)| p.clone()),
     );
-    // Placeholders: protected directories that do not exist yet become empty read-only
-    // mount points, so the command cannot create them.
-    let mut placeholders = Vec::new();
-    for e in TABLE.iter().filter(|e| e.placeholder) {
-        let candidates: Vec<PathBuf> = match e.place {
-            Place::Name(n) if !n.ends_with('*') => vec![env.cwd.join(n)],
-            // Only git dirs with their own object store: a linked worktree's admin dir takes
-            // its hooks from the common dir, and `git worktree remove` must be able to
-            // delete it (a mount point inside would make that fail).
-            Place::Git(rel) => facts
-                .scan
-                .git_dirs
-                .iter()
-                .filter(|g| disk.kind(&g.join("objects")) == FileKind::Dir)
-                .map(|g| g.join(rel))
-                .collect(),
-            _ => vec![],
-        };
-        for p in candidates {
-            if !disk.exists(&p)
-                && p.parent().is_some_and(|d| disk.kind(d) == FileKind::Dir)
-                && inside_writable(&p)
-            {
-                placeholders.push(p.clone());
-                read_only.push(p);
-            }
-        }
-    }
+    let mut placeholders = placeholders(guard, facts, disk, writable);
+    read_only.extend(placeholders.iter().cloned());
     // A read-only directory covers everything inside it: nothing below it is mounted again
     // (a writable pin there would open a hole in it, and bwrap could not create a mount
     // point inside it anyway).
@@ -273,6 +255,65 @@ fn read_only_islands(guard: &Guard, facts: &Facts, disk: &Disk, writable: &[Path
         placeholders,
         covering,
     }
+}
+
+/// Placeholders: protected directories that do not exist yet become empty read-only mount
+/// points, so the command cannot create them. The audit alone would not do for the project's
+/// `.pi`: it runs after the command, on the host, and until then what the command wrote there
+/// is loaded by any pi that starts in the project (a second one, or the user's next one when
+/// this pi was killed mid-command: then no audit runs, and the next session's baseline takes
+/// the file for the user's). The placeholder leaves no such window.
+fn placeholders(guard: &Guard, facts: &Facts, disk: &Disk, writable: &[PathBuf]) -> Vec<PathBuf> {
+    let inside_writable = |p: &Path| writable.iter().any(|w| p.starts_with(w));
+    let mut placeholders = Vec::new();
+    for e in TABLE.iter().filter(|e| e.placeholder) {
+        let candidates: Vec<PathBuf> = match e.place {
+            Place::Name(n) if !n.ends_with('*') => vec![guard.env().cwd.join(n)],
+            // Only git dirs with their own object store: a linked worktree's admin dir takes
+            // its hooks from the common dir, and `git worktree remove` must be able to
+            // delete it (a mount point inside would make that fail).
+            Place::Git(rel) => facts
+                .scan
+                .git_dirs
+                .iter()
+                .filter(|g| disk.kind(&g.join("objects")) == FileKind::Dir)
+                .map(|g| g.join(rel))
+                .collect(),
+            _ => vec![],
+        };
+        for p in candidates {
+            if !disk.exists(&p)
+                && p.parent().is_some_and(|d| disk.kind(d) == FileKind::Dir)
+                && inside_writable(&p)
+            {
+                placeholders.push(p);
+            }
+        }
+    }
+    placeholders
+}
+
+/// An empty `.pi` (this command's placeholder, one kept from an earlier command, or the
+/// user's own, empty) is shown to git as ignored (`MountKind::Placeholder`): git could not
+/// remove it anyway.
+fn empty_pi_ignored(mounts: &mut [Mount], placeholders: &[PathBuf], facts: &Facts, disk: &Disk) {
+    let empty = |p: &Path| {
+        placeholders.iter().any(|h| h == p)
+            || (disk.kind(p) == FileKind::Dir && (facts.is_empty_dir)(p))
+    };
+    for m in mounts.iter_mut() {
+        if m.kind == MountKind::ReadOnly && has_placeholder_name(&m.path) && empty(&m.path) {
+            m.kind = MountKind::Placeholder;
+        }
+    }
+}
+
+/// Whether `p` is named like a placeholder git sees in a work tree (`.pi`), as opposed to
+/// one inside a git dir (hooks), which git never lists.
+fn has_placeholder_name(p: &Path) -> bool {
+    TABLE.iter().any(|e| {
+        e.placeholder && matches!(e.place, Place::Name(n) if p.file_name() == Some(n.as_ref()))
+    })
 }
 
 /// The directories between a path and the writable root it lies in (the deepest first).
@@ -455,9 +496,11 @@ mod tests {
                 .collect(),
             ..Default::default()
         };
+        let is_empty_dir = |p: &Path| !disk.keys().any(|k| k.parent() == Some(p));
         let facts = Facts {
             kind_of: &kind,
             scan: &scan,
+            is_empty_dir: &is_empty_dir,
         };
         plan(g, &facts, Network::Off, Some(Path::new("/tmp/s.sh")))
     }
@@ -512,7 +555,7 @@ mod tests {
                 "Writable /home/u/.pi",
                 "Writable /w/proj/.git",
                 "Writable /w/proj/certs",
-                "ReadOnly /w/proj/.pi",
+                "Placeholder /w/proj/.pi",
                 "MaskDir /home/u/.ssh",
                 "ReadOnly /home/u/.pi/agent",
                 "ReadOnly /w/proj/.git/config",
@@ -585,11 +628,64 @@ mod tests {
             show(&p),
             [
                 "Writable /w/proj",
-                "ReadOnly /w/proj/.pi",
                 "ReadOnly /w/proj/keys.pem",
+                "Placeholder /w/proj/.pi",
             ]
         );
         assert_eq!(p.placeholders, vec![r("/w/proj/.pi")]);
+    }
+
+    #[test]
+    fn only_an_empty_or_missing_pi_is_shown_to_git_as_ignored() {
+        let env = env();
+        let g = guard("{}", &env);
+        let r = |s: &str| PathBuf::from(format!("/nonexistent-pi-test{s}"));
+        let repo = [
+            (r("/w/proj"), FileKind::Dir),
+            (r("/w/proj/.git"), FileKind::Dir),
+            (r("/w/proj/.git/objects"), FileKind::Dir),
+        ];
+        // No .pi, no hooks: both are placeholders; git removes an empty untracked .pi, and
+        // never looks into its own hooks directory as part of the tree.
+        let p = plan_on(&g, &repo, vec![]);
+        let shown = show(&p);
+        assert!(
+            shown.contains(&"Placeholder /w/proj/.pi".to_string()),
+            "{shown:?}"
+        );
+        assert!(
+            shown.contains(&"ReadOnly /w/proj/.git/hooks".to_string()),
+            "{shown:?}"
+        );
+        assert_eq!(
+            p.placeholders,
+            vec![r("/w/proj/.pi"), r("/w/proj/.git/hooks")]
+        );
+        // The placeholder is kept after the command (removing it could lift another
+        // sandbox's mount): an empty .pi the next command finds is treated the same.
+        let mut kept = repo.to_vec();
+        kept.push((r("/w/proj/.pi"), FileKind::Dir));
+        let p = plan_on(&g, &kept, vec![r("/w/proj/.pi")]);
+        let shown = show(&p);
+        assert!(
+            shown.contains(&"Placeholder /w/proj/.pi".to_string()),
+            "{shown:?}"
+        );
+        assert!(!p.placeholders.contains(&r("/w/proj/.pi")), "it exists");
+        // A .pi with something in it is the user's: bound read-only as it is, and git sees
+        // it as they do.
+        let mut with_pi = kept.clone();
+        with_pi.push((r("/w/proj/.pi/settings.json"), FileKind::File));
+        let p = plan_on(&g, &with_pi, vec![r("/w/proj/.pi")]);
+        let shown = show(&p);
+        assert!(
+            shown.contains(&"ReadOnly /w/proj/.pi".to_string()),
+            "{shown:?}"
+        );
+        assert!(
+            !shown.iter().any(|s| s.starts_with("Placeholder")),
+            "{shown:?}"
+        );
     }
 
     #[test]
@@ -634,7 +730,7 @@ mod tests {
             [
                 "Writable /tmp/x",
                 "Writable /w/proj",
-                "ReadOnly /w/proj/.pi",
+                "Placeholder /w/proj/.pi",
                 "MaskDir /home/u/.ssh"
             ]
         );
@@ -662,7 +758,7 @@ mod tests {
             [
                 "Writable /w/proj",
                 "MaskDir /t/pi-sandbox-0",
-                "ReadOnly /w/proj/.pi"
+                "Placeholder /w/proj/.pi"
             ]
         );
         // The file tools' /tmp is the same folder; the index does not walk it.
@@ -734,6 +830,7 @@ mod tests {
         let facts = Facts {
             kind_of: &kind_on_disk,
             scan: &scan,
+            is_empty_dir: &|_| false,
         };
         let plan = plan(&g, &facts, Network::Off, None);
         for f in &found {

@@ -28,6 +28,12 @@ pub(crate) fn in_session_tmp(
     Some(session_tmp.join(rest))
 }
 
+/// The inverse, for the user's eyes: a path in the session's folder as the session names it
+/// (`/tmp/...`); the folder's host name is an ephemeral one nobody typed. None for any other.
+pub(crate) fn shown_in_session(path: &Path, session_tmp: &Path) -> Option<PathBuf> {
+    Some(Path::new(TMP).join(path.strip_prefix(session_tmp).ok()?))
+}
+
 /// Of `roots` (the project and allowWrite, canonical), those below /tmp that bash gets bound
 /// in at their host path: /tmp itself is the session's folder.
 pub(crate) fn host_bound_below_tmp<'a>(roots: impl Iterator<Item = &'a Path>) -> Vec<PathBuf> {
@@ -66,6 +72,19 @@ mod tests {
             None,
             "a path already in the session folder"
         );
+    }
+
+    #[test]
+    fn the_session_folder_is_shown_as_tmp() {
+        let s = Path::new("/var/t/pi-sandbox-0/session-1");
+        let shown = |p: &str| shown_in_session(Path::new(p), s);
+        assert_eq!(
+            shown("/var/t/pi-sandbox-0/session-1/x.py"),
+            Some("/tmp/x.py".into())
+        );
+        assert_eq!(shown("/var/t/pi-sandbox-0/session-1"), Some("/tmp".into()));
+        assert_eq!(shown("/var/t/pi-sandbox-0/session-10/x"), None);
+        assert_eq!(shown("/home/u/x"), None);
     }
 
     #[test]

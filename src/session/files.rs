@@ -189,6 +189,22 @@ impl Session {
         }
     }
 
+    /// `d` as the user reads it (`check`, `explain`): a path in the session's own /tmp is
+    /// named `/tmp/...`, as the session's tools and commands name it.
+    pub(crate) fn shown(&self, d: Decision) -> Decision {
+        let Some(g) = self.guard() else { return d };
+        let Some(tmp) = &g.env().tmp else { return d };
+        // The folder's name is the session's own (a random part): only it is replaced.
+        let host = tmp.to_string_lossy();
+        let named = |text: &str| text.replace(host.as_ref(), crate::policy::tmp_map::TMP);
+        Decision {
+            rule: named(&d.rule),
+            reason: named(&d.reason),
+            path: crate::policy::tmp_map::shown_in_session(&d.path, tmp).unwrap_or(d.path),
+            ..d
+        }
+    }
+
     /// Checks a pi tool call; `None` when the tool is not a guarded file tool.
     pub(crate) fn check_tool(&self, tool: &str, input: &Value) -> Option<ToolCheck> {
         // A new tool call: what the user allowed once was for the one before.

@@ -8,10 +8,44 @@ use globset::GlobBuilder;
 use serde_json::Value;
 
 use crate::paths;
-use crate::policy::guard::{ApprovalMode, Decision, Guard, KnownGitDirs, Op, Verdict};
+use crate::policy::guard::{
+    ApprovalMode, Decision, Guard, KnownGitDirs, Op, Verdict, ENV_TEMPLATE_WORDS,
+};
 
-/// rg glob that keeps env files out of grep results (rg's globs without `/` match names).
+/// rg glob that keeps env files out of grep results (rg's globs without `/` match names),
+/// templates included (`filesystem.envTemplatesSecret`).
 pub(crate) const ENV_FILE_EXCLUDE_GLOB: &str = "!{.env,.env.*}";
+
+/// rg glob that keeps the secret env files out of grep results and lets the templates in:
+/// `.env` and `.env.*` unless the name's last word is a template word (`is_env_template`).
+/// pi's grep passes one glob, and globs have no look-ahead, so it is built from the template
+/// endings read backwards: for each ending's proper suffix `s`, a name ending in `c` + `s`
+/// whose `c` leads to no ending is excluded (and `.env.` + `s` itself, when `.` does not).
+pub(crate) fn env_secret_exclude_glob() -> String {
+    let endings: Vec<String> = ENV_TEMPLATE_WORDS.iter().map(|w| format!(".{w}")).collect();
+    let mut suffixes: Vec<&str> = endings
+        .iter()
+        .flat_map(|e| (1..=e.len()).map(move |i| &e[i..]))
+        .collect();
+    suffixes.sort();
+    suffixes.dedup();
+    let mut parts = vec![".env".to_string()];
+    for s in suffixes {
+        // The characters that extend `s` towards an ending.
+        let mut leads: Vec<char> = endings
+            .iter()
+            .filter_map(|e| e.strip_suffix(s)?.chars().last())
+            .collect();
+        leads.sort();
+        leads.dedup();
+        let class: String = leads.iter().collect();
+        parts.push(format!(".env.*[!{class}]{s}"));
+        if !leads.contains(&'.') {
+            parts.push(format!(".env.{s}"));
+        }
+    }
+    format!("!{{{}}}", parts.join(","))
+}
 
 /// The guard's answer for one tool call, plus an input change the extension must apply.
 #[derive(Debug, Clone, PartialEq)]
@@ -143,12 +177,20 @@ fn check_grep(guard: &Guard, root: &Path, input: &Value) -> ToolCheck {
             patch: vec![],
         };
     }
+    // Whether templates are secret, as the guard says of one.
+    let templates_secret = guard.is_secret_env_file(Path::new(".env.example"));
     match input.get("glob").and_then(Value::as_str).filter(|g| !g.is_empty()) {
         None => ToolCheck {
             decision,
-            patch: vec![("glob".into(), ENV_FILE_EXCLUDE_GLOB.into())],
+            patch: vec![(
+                "glob".into(),
+                match templates_secret {
+                    true => ENV_FILE_EXCLUDE_GLOB.into(),
+                    false => env_secret_exclude_glob(),
+                },
+            )],
         },
-        Some(glob) if glob_may_select_env_files(glob) => ToolCheck {
+        Some(glob) if glob_may_select_env_files(glob, templates_secret) => ToolCheck {
             decision: Decision {
                 verdict: Verdict::Deny,
                 rule: "sensitive env file (.env, .env.*)".into(),
@@ -169,7 +211,7 @@ fn check_grep(guard: &Guard, root: &Path, input: &Value) -> ToolCheck {
 
 /// Whether rg, given `--glob <glob>`, could search a file named `.env` or `.env.x`.
 /// A negated glob selects everything else, env files included.
-fn glob_may_select_env_files(glob: &str) -> bool {
+fn glob_may_select_env_files(glob: &str, templates_secret: bool) -> bool {
     if glob.starts_with('!') {
         return true;
     }
@@ -178,8 +220,13 @@ fn glob_may_select_env_files(glob: &str) -> bool {
         return true;
     };
     let m = g.compile_matcher();
+    let templates: &[&str] = match templates_secret {
+        true => &[".env.example", "sub/.env.local.sample"],
+        false => &[],
+    };
     [".env", ".env.local", "sub/.env", "sub/.env.production"]
         .iter()
+        .chain(templates)
         .any(|name| m.is_match(name))
 }
 
@@ -251,7 +298,7 @@ mod tests {
         let home = &w.env.home;
         let c = check_tool(&g, "grep", &json!({"pattern": "KEY"}), home).unwrap();
         assert_eq!(c.decision.verdict, Verdict::Allow);
-        assert_eq!(c.patch, vec![("glob".into(), ENV_FILE_EXCLUDE_GLOB.into())]);
+        assert_eq!(c.patch, vec![("glob".into(), env_secret_exclude_glob())]);
         let c = check_tool(&g, "grep", &json!({"pattern": "KEY", "glob": "*.ts"}), home).unwrap();
         assert_eq!(c.decision.verdict, Verdict::Allow);
         assert_eq!(c.patch, vec![]);
@@ -266,6 +313,73 @@ mod tests {
         let g = w.guard_with("{}", ApprovalMode::Always);
         let c = check_tool(&g, "grep", &json!({"pattern": "KEY"}), home).unwrap();
         assert_eq!(c.patch, vec![]);
+        // Templates secret: every env file is left out, by the short glob.
+        let g = w.guard(r#"{"filesystem":{"envTemplatesSecret":true}}"#);
+        let c = check_tool(&g, "grep", &json!({"pattern": "KEY"}), home).unwrap();
+        assert_eq!(c.patch, vec![("glob".into(), ENV_FILE_EXCLUDE_GLOB.into())]);
+    }
+
+    /// What the exclusion glob excludes, as rg matches a glob without `/`: by name.
+    fn excluded_by(glob: &str) -> impl Fn(&str) -> bool {
+        let pattern = glob.strip_prefix('!').expect("an exclusion");
+        let m = GlobBuilder::new(pattern)
+            .literal_separator(false)
+            .build()
+            .unwrap()
+            .compile_matcher();
+        move |name| m.is_match(name)
+    }
+
+    #[test]
+    fn grep_leaves_out_exactly_the_secret_env_files_when_templates_are_not_secret() {
+        let excluded = excluded_by(&env_secret_exclude_glob());
+        let secret = |n: &str| {
+            crate::policy::guard::is_env_file(Path::new(n))
+                && !crate::policy::guard::is_env_template(Path::new(n))
+        };
+        for n in [
+            ".env",
+            ".env.",
+            ".env.local",
+            ".env.production",
+            ".env.e",
+            ".env.ample",
+            ".env.xsample",
+            ".env.examples",
+            ".env.example.bak",
+            ".env.dist.local",
+            ".env.st",
+        ] {
+            assert!(excluded(n), "{n} is secret");
+        }
+        for n in [
+            ".env.example",
+            ".env.sample",
+            ".env.template",
+            ".env.dist",
+            ".env.local.example",
+            ".env..dist",
+            ".envrc",
+            "a.env",
+            "env.example",
+        ] {
+            assert!(!excluded(n), "{n} is searched");
+        }
+        let names = proptest::string::string_regex(
+            "[a-z.]{0,3}\\.env(\\.[a-z.]{0,3})?(example|sample|template|dist|xample|ample|mple|late|ist|st|t|e)?[a-z.]{0,2}",
+        )
+        .unwrap();
+        proptest::proptest!(|(n in names)| {
+            proptest::prop_assert_eq!(excluded(&n), secret(&n), "{}", n);
+        });
+    }
+
+    #[test]
+    fn a_grep_glob_that_could_select_a_template_is_refused_only_when_templates_are_secret() {
+        assert!(!glob_may_select_env_files(".env.example", false));
+        assert!(glob_may_select_env_files(".env.example", true));
+        assert!(glob_may_select_env_files(".env*", false));
+        assert!(!glob_may_select_env_files("*.ts", true));
     }
 
     #[test]
@@ -322,12 +436,12 @@ mod tests {
 
     #[test]
     fn env_glob_detection() {
-        assert!(glob_may_select_env_files("!*.md"));
-        assert!(glob_may_select_env_files("*"));
-        assert!(glob_may_select_env_files(".env*"));
-        assert!(glob_may_select_env_files("**/.env"));
-        assert!(!glob_may_select_env_files("*.ts"));
-        assert!(!glob_may_select_env_files("src/**/*.rs"));
-        assert!(glob_may_select_env_files("[unclosed"));
+        assert!(glob_may_select_env_files("!*.md", false));
+        assert!(glob_may_select_env_files("*", false));
+        assert!(glob_may_select_env_files(".env*", false));
+        assert!(glob_may_select_env_files("**/.env", false));
+        assert!(!glob_may_select_env_files("*.ts", false));
+        assert!(!glob_may_select_env_files("src/**/*.rs", false));
+        assert!(glob_may_select_env_files("[unclosed", false));
     }
 }

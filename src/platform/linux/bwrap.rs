@@ -38,7 +38,13 @@ pub(crate) enum FdSource {
     SupervisorSocket,
     /// A mount source, to be opened without following any link.
     Path(PathBuf),
+    /// `PLACEHOLDER_IGNORE`, for a placeholder's `.gitignore` (`--file`).
+    PlaceholderIgnore,
 }
+
+/// What git inside finds in a placeholder (`MountKind::Placeholder`): everything in it is
+/// ignored, this file too, so the empty directory is no untracked one git must remove.
+pub(crate) const PLACEHOLDER_IGNORE: &str = "# pi-sandbox: this file exists inside the sandbox only. On the host this folder is an\n# empty placeholder that a command may not fill (pi loads what is in it); git ignores it.\n*\n";
 
 /// bwrap's options and what each fd they name must hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -274,6 +280,7 @@ impl BwrapArgs {
             match m.kind {
                 MountKind::Writable => self.bind_fd("--bind-fd", &m.path)?,
                 MountKind::ReadOnly => self.bind_fd("--ro-bind-fd", &m.path)?,
+                MountKind::Placeholder => self.placeholder(&m.path)?,
                 MountKind::MaskDir => {
                     check(&m.path)?;
                     self.args.extend([
@@ -298,6 +305,26 @@ impl BwrapArgs {
                 script.into(),
             ]);
         }
+        Ok(())
+    }
+
+    /// A placeholder bound read-only by fd (bwrap checks it mounted that directory), then
+    /// covered by a tmpfs holding only the ignore file, made read-only.
+    fn placeholder(&mut self, path: &Path) -> Result<(), BwrapError> {
+        self.bind_fd("--ro-bind-fd", path)?;
+        let fd = self.next_fd();
+        self.fds.push(FdSource::PlaceholderIgnore);
+        self.args.extend([
+            OsString::from("--tmpfs"),
+            path.into(),
+            "--perms".into(),
+            "0444".into(),
+            "--file".into(),
+            fd.to_string().into(),
+            path.join(".gitignore").into(),
+            "--remount-ro".into(),
+            path.into(),
+        ]);
         Ok(())
     }
 
@@ -381,7 +408,7 @@ mod tests {
             mounts: vec![
                 m("/home/u/.ssh", MountKind::MaskDir),
                 m("/w/proj", MountKind::Writable),
-                m("/w/proj/.pi", MountKind::ReadOnly),
+                m("/w/proj/.pi", MountKind::Placeholder),
                 m("/w/proj/.git/hooks", MountKind::ReadOnly),
                 m("/home/u/.pi/agent/auth.json", MountKind::MaskFile),
                 m("/home/u/.pi/agent/sessions", MountKind::Writable),
@@ -441,15 +468,17 @@ mod tests {
             --tmpfs /home/u/.ssh --remount-ro /home/u/.ssh
             --bind-fd 7 /w/proj
             --ro-bind-fd 8 /w/proj/.pi
-            --ro-bind-fd 9 /w/proj/.git/hooks
+            --tmpfs /w/proj/.pi --perms 0444 --file 9 /w/proj/.pi/.gitignore
+            --remount-ro /w/proj/.pi
+            --ro-bind-fd 10 /w/proj/.git/hooks
             --ro-bind /dev/null /home/u/.pi/agent/auth.json
-            --bind-fd 10 /home/u/.pi/agent/sessions
-            --ro-bind-data 11 /dev/.pi-bash-1-2-abc.sh
-            --perms 0555 --ro-bind-data 12 /dev/.pi-sandbox-init
+            --bind-fd 11 /home/u/.pi/agent/sessions
+            --ro-bind-data 12 /dev/.pi-bash-1-2-abc.sh
+            --perms 0555 --ro-bind-data 13 /dev/.pi-sandbox-init
             --unsetenv GITHUB_TOKEN
             --setenv TMPDIR /tmp
             --chdir /w/proj/src
-            -- /dev/.pi-sandbox-init 13 14 -- bash -c /dev/.pi-bash-1-2-abc.sh"
+            -- /dev/.pi-sandbox-init 14 15 -- bash -c /dev/.pi-bash-1-2-abc.sh"
             .split_whitespace()
             .collect();
         assert_eq!(strings(&built.args), expected);
@@ -463,6 +492,7 @@ mod tests {
                 p("/var/t/pi-sandbox-0/1-abc"),
                 p("/w/proj"),
                 p("/w/proj/.pi"),
+                FdSource::PlaceholderIgnore,
                 p("/w/proj/.git/hooks"),
                 p("/home/u/.pi/agent/sessions"),
                 FdSource::Script,
@@ -483,12 +513,12 @@ mod tests {
         let built = build(&plan(), extras, &["true".into()]).unwrap();
         let args = strings(&built.args);
         assert!(!args.contains(&INIT_INSIDE.to_string()));
-        assert!(!args.contains(&"--perms".to_string()));
+        assert!(!args.windows(2).any(|w| w == ["--perms", "0555"]));
         // the fd after the mount sources and the script, executed through the sandbox's /proc
         let tail = args.iter().position(|a| a == "--").unwrap();
         assert_eq!(
             args[tail + 1..],
-            ["/proc/self/fd/10", "11", "12", "--", "true"]
+            ["/proc/self/fd/11", "12", "13", "--", "true"]
         );
         assert_eq!(
             built.fds[built.fds.len() - 3..],

@@ -232,6 +232,10 @@ fn open_fd(
     Ok(match source {
         FdSource::Path(p) => open_mount_source(p)?,
         FdSource::Script => unnamed_file(tmp_dir, script.unwrap_or_default().as_bytes())?,
+        FdSource::PlaceholderIgnore => unnamed_file(
+            tmp_dir,
+            crate::platform::linux::bwrap::PLACEHOLDER_IGNORE.as_bytes(),
+        )?,
         FdSource::Filter(i) => {
             static FILTERS: once_cell::sync::OnceCell<Vec<OwnedFd>> =
                 once_cell::sync::OnceCell::new();
