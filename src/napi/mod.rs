@@ -14,3 +14,4 @@ pub mod network;
 pub mod prepared;
 pub mod sandbox;
 pub mod tasks;
+pub mod views;

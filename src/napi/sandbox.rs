@@ -76,7 +76,7 @@ impl RedactStream {
 /// `Sandbox.load` or `Sandbox.loadAsync` only. Errors thrown carry a `SandboxErrorCode`.
 #[napi]
 pub struct Sandbox {
-    commands: Arc<Commands>,
+    pub(super) commands: Arc<Commands>,
     /// The session's network gate, reached without the session's lock (its questions come
     /// from proxy threads while a command holds the session).
     gate: Arc<crate::net::gate::Gate>,
@@ -754,48 +754,5 @@ impl Sandbox {
     #[napi(catch_unwind)]
     pub fn dispose(&mut self) {
         self.commands.session().dispose();
-    }
-
-    /// What the model should know before it runs bash: how bash differs inside the sandbox
-    /// (writable places, hidden secrets, /tmp, network), a few lines for the system prompt.
-    /// Null when the sandbox is off. `network`: the mode asked for (`--sandbox-network`).
-    /// @throws {SandboxError} `E_BAD_NETWORK`.
-    #[napi(
-        catch_unwind,
-        ts_args_type = "network?: NetworkMode | undefined | null"
-    )]
-    pub fn model_brief(&self, network: Option<String>) -> napi::Result<Option<String>, String> {
-        let asked = parse_network(network)?;
-        Ok(self.commands.session().model_brief(asked))
-    }
-
-    /// `/sandbox stop`: ends what this session's commands left running; how many processes ran.
-    #[napi(catch_unwind)]
-    pub fn stop_background(&self) -> u32 {
-        self.commands.session().stop_background() as u32
-    }
-
-    /// `/sandbox`: one screen of what holds now (mode, bash's engine and network, where it
-    /// may write, what is hidden, grants, the latest refusals). `describe` has every rule.
-    /// @throws {SandboxError} `E_BAD_NETWORK`.
-    #[napi(
-        catch_unwind,
-        ts_args_type = "network?: NetworkMode | undefined | null"
-    )]
-    pub fn summary(&self, network: Option<String>) -> napi::Result<String, String> {
-        let asked = parse_network(network)?;
-        Ok(self.commands.session().summary(asked))
-    }
-
-    /// The effective configuration as text, each value with the file it came from.
-    /// `network`: the mode asked for (`--sandbox-network`), to say what bash gets.
-    /// @throws {SandboxError} `E_BAD_NETWORK`.
-    #[napi(
-        catch_unwind,
-        ts_args_type = "network?: NetworkMode | undefined | null"
-    )]
-    pub fn describe(&self, network: Option<String>) -> napi::Result<String, String> {
-        let asked = parse_network(network)?;
-        Ok(self.commands.session().describe(asked))
     }
 }
