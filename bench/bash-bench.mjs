@@ -58,7 +58,7 @@ async function time(fn) {
  * The same mounts as `prepared`, by path, with the script on fd 3; without the hardening
  * (seccomp filters, pi-sandbox-init and its socket supervisor), which is timed apart.
  */
-function bareArgsOf(prepared) {
+function bareArgsOf(prepared, dataFile) {
   const out = [];
   const shown = prepared.shown;
   for (let i = 0; i < shown.length; i++) {
@@ -73,9 +73,13 @@ function bareArgsOf(prepared) {
     } else if (a === "--bind-fd" || a === "--ro-bind-fd") {
       out.push(a === "--bind-fd" ? "--bind" : "--ro-bind", shown[i + 2], shown[i + 2]);
       i += 2;
-    } else if (a === "--ro-bind-data") {
+    } else if (a === "--ro-bind-data" && shown[i + 2].startsWith("/dev/")) {
       out.push(a, "3", shown[i + 2]);
       i += 2;
+    } else if (a === "--perms" && shown[i + 2] === "--file") {
+      // The `.gitignore` over an empty `.pi`: a file of the same kind, by path.
+      out.push("--ro-bind", dataFile, shown[i + 4]);
+      i += 4;
     } else out.push(a);
   }
   return out;
@@ -111,8 +115,11 @@ async function benchSize(files, homeKind) {
     const build = performance.now() - loadStart;
     if (first.verdict !== "sandboxed") throw new Error(`no sandbox: ${first.reason}`);
     const rss = process.memoryUsage().rss - rssBefore;
-    const bareArgs = bareArgsOf(first);
-    const bwrap = first.program;
+    const dataFile = path.join(root, "data-file");
+    writeFileSync(dataFile, "*\n");
+    const bareArgs = bareArgsOf(first, dataFile);
+    // In the session's pod, bwrap runs under pi-sandbox-init --join USERNS NETNS PIDNS -- bwrap ...
+    const bwrap = first.args[0] === "--join" ? first.args[first.args.indexOf("--") + 1] : first.program;
     await first.finishAsync();
     const script = path.join(root, "bare-script.sh");
     writeFileSync(script, "true");
