@@ -164,8 +164,17 @@ fn with_bwrap_a_command_is_sandboxed() {
     }
     let (_t, dir) = temp();
     let s = session_in(&dir, None, None);
+    let Capability::Bwrap { program, .. } = &capability else {
+        unreachable!()
+    };
     match prepared(&s, "true", &capability) {
-        Prepared::Sandboxed(launch) => assert!(launch.program.ends_with("bwrap")),
+        // In the session's pod: pi-sandbox-init --join USERNS NETNS PIDNS -- bwrap ...
+        Prepared::Sandboxed(launch) => {
+            assert!(launch.in_pod, "no pod: {:?}", s.background_failure_note());
+            assert_eq!(launch.args[0], "--join");
+            let bwrap = launch.args.iter().position(|a| a == "--").unwrap() + 1;
+            assert_eq!(launch.args[bwrap], program.as_os_str());
+        }
         other => panic!("{other:?}"),
     }
 }
