@@ -167,3 +167,25 @@ test("a server that writes its log to the command's own output keeps serving aft
   assert.equal((second.match(/HTTP-200/g) ?? []).length, 2, second);
   assert.match(third, /HTTP-200/, third);
 });
+
+test("a port held by a server an earlier command left running: the note names it and how to end it", async (t) => {
+  const w = makeWorld("session-server-port");
+  t.after(w.cleanup);
+  const port = 31000 + (process.pid % 10000);
+  const marker = `http.server ${port}`;
+  t.after(() => {
+    for (const pid of processesWith(marker)) process.kill(Number(pid), "SIGKILL");
+  });
+  const r = await runPi({
+    world: w,
+    script: [
+      [call("bash", { command: `python3 -m http.server ${port} --bind 127.0.0.1 > /dev/null 2>&1 &\nsleep 0.5; echo STARTED` })],
+      [call("bash", { command: `python3 -m http.server ${port} --bind 127.0.0.1` })],
+    ],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const again = r.results[1].text;
+  assert.match(again, /Address already in use/, again);
+  assert.match(again, new RegExp(`\\[pi-sandbox\\] .*Address already in use.*: a process an earlier command left running may hold that port: .*${marker}.*/sandbox stop`), again);
+  assert.equal((again.match(/\[pi-sandbox\]/g) ?? []).length, 1, again);
+});

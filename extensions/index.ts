@@ -361,7 +361,7 @@ export default function sandboxExtension(pi: ExtensionAPI) {
 
 	/** Why the paths the command's errors name are read-only or missing; "" if none is the sandbox's doing. */
 	function explainNote(output: string): string {
-		if (disabledByFlag() || !current || !/Read-only file system|Device or resource busy|No such file or directory|Permission denied|refused|connect|\.env/i.test(output)) return "";
+		if (disabledByFlag() || !current || !/Read-only file system|Device or resource busy|No such file or directory|Permission denied|refused|connect|in use|EADDRINUSE|\.env/i.test(output)) return "";
 		return current
 			.explainWriteFailures(output, network())
 			.map((n) => `\n[pi-sandbox] ${show.text(n)}`)

@@ -1,7 +1,8 @@
 //! Notes for failures the sandbox causes that no rule refused by name: a write outside the
-//! folders bash may write ("Read-only file system" and nothing else), and a connection to a
-//! service on 127.0.0.1 (inside the sandbox that is the command's own loopback, where nothing
-//! listens). One line each: what, why, and the one thing that changes it.
+//! folders bash may write ("Read-only file system" and nothing else), a connection to a
+//! service on 127.0.0.1 (inside the sandbox that is the sandbox's own loopback), and a port
+//! held by a process an earlier command left running (which the command cannot see). One line
+//! each: what, why, and the one thing that changes it.
 
 use std::path::Path;
 
@@ -30,7 +31,31 @@ impl Session {
         if let Some(n) = self.loopback_note(output, network) {
             notes.push(n);
         }
+        if let Some(n) = self.port_in_use_note(output) {
+            notes.push(n);
+        }
         notes
+    }
+
+    /// A port already in use while processes earlier commands left run: they may hold it, and
+    /// a command can neither see nor stop them.
+    fn port_in_use_note(&self, output: &str) -> Option<String> {
+        const IN_USE: &[&str] = &["Address already in use", "EADDRINUSE", "address already in use"];
+        let line = output.lines().find(|l| IN_USE.iter().any(|w| l.contains(w)))?;
+        let running = self.background();
+        if running.is_empty() {
+            return None;
+        }
+        let named: Vec<String> = running
+            .iter()
+            .take(MOST)
+            .map(|b| format!("{} (host pid {})", b.command, b.pid))
+            .collect();
+        Some(shown::text(&format!(
+            "{}: a process an earlier command left running may hold that port: {}. Commands cannot see or stop it; use another port, or ask the user to end it with /sandbox stop.",
+            line.trim().chars().take(160).collect::<String>(),
+            named.join(", ")
+        )))
     }
 
     /// "Read-only file system" on a path outside every writable folder: the file tools would
