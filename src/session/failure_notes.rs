@@ -40,8 +40,14 @@ impl Session {
     /// A port already in use while processes earlier commands left run: they may hold it, and
     /// a command can neither see nor stop them.
     fn port_in_use_note(&self, output: &str) -> Option<String> {
-        const IN_USE: &[&str] = &["Address already in use", "EADDRINUSE", "address already in use"];
-        let line = output.lines().find(|l| IN_USE.iter().any(|w| l.contains(w)))?;
+        const IN_USE: &[&str] = &[
+            "Address already in use",
+            "EADDRINUSE",
+            "address already in use",
+        ];
+        let line = output
+            .lines()
+            .find(|l| IN_USE.iter().any(|w| l.contains(w)))?;
         let running = self.background();
         if running.is_empty() {
             return None;
