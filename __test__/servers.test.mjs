@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { makeWorld, runPi, runPiRpc } from "./helpers/pi-run.mjs";
 
@@ -188,4 +188,124 @@ test("a port held by a server an earlier command left running: the note names it
   assert.match(again, /Address already in use/, again);
   assert.match(again, new RegExp(`\\[pi-sandbox\\] .*Address already in use.*: a process an earlier command left running may hold that port: .*${marker}.*/sandbox stop`), again);
   assert.equal((again.match(/\[pi-sandbox\]/g) ?? []).length, 1, again);
+});
+
+// Found by a review of the pods change.
+
+test("a command pi times out ends with everything it started: neither its foreground nor its background runs into the next command", async (t) => {
+  const w = makeWorld("session-timeout");
+  t.after(w.cleanup);
+  const r = await runPi({
+    world: w,
+    script: [
+      [call("bash", { command: "(sleep 3; echo BACKGROUND-ALIVE > bg.txt) & echo started; sleep 3; echo FOREGROUND-ALIVE > fg.txt", timeout: 1 })],
+      [call("bash", { command: "sleep 4; cat fg.txt bg.txt 2>&1; echo END" })],
+    ],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const [killed, next] = r.results.map((x) => x.text);
+  assert.match(killed, /started/, killed);
+  assert.match(killed, /timed out|timeout/i, killed);
+  assert.match(next, /END/, next);
+  assert.doesNotMatch(next, /FOREGROUND-ALIVE/, "the timed-out command ran on");
+  assert.doesNotMatch(next, /BACKGROUND-ALIVE/, "what the timed-out command put in the background ran on");
+  assert.equal(existsSync(path.join(w.project, "fg.txt")), false);
+});
+
+test("what a background process wrote on pi's control surface after its command and before the session's end is audited at the end, though it has exited by then", async (t) => {
+  const w = makeWorld("session-bg-audit-end");
+  t.after(w.cleanup);
+  let step = 0;
+  const r = await runPiRpc({
+    world: w,
+    script: [[call("bash", { command: "(sleep 1; mkdir -p sub/.pi/extensions && echo 'export default function () {}' > sub/.pi/extensions/x.ts) > /dev/null 2>&1 & echo STARTED" })]],
+    onMessage: (msg, send) => {
+      if (msg.type === "agent_end" && step === 0) {
+        step = 1;
+        // The background process writes and exits; no command follows.
+        setTimeout(() => send({ id: "p2", type: "prompt", message: "/sandbox" }), 3000);
+      } else if (step === 1 && msg.type === "extension_ui_request" && msg.method === "notify" && /^pi-sandbox: /.test(msg.message)) step = 2;
+    },
+    until: () => step === 2,
+  });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.results[0].text, /STARTED/);
+  assert.equal(existsSync(path.join(w.project, "sub/.pi/extensions/x.ts")), false, "an extension a background process planted survived the session's end");
+});
+
+test("the session's pod keeps none of pi's environment: its pid 1 outlives every command, so an API key in it would be one process away from them", async (t) => {
+  const w = makeWorld("session-pod-env");
+  t.after(w.cleanup);
+  const secret = `POD-ENV-SECRET-${process.pid}`;
+  let environs = null;
+  const r = await runPiRpc({
+    world: w,
+    env: { PI_SANDBOX_TEST_TOKEN: secret },
+    script: [[call("bash", { command: "echo STARTED" })]],
+    onMessage: (msg, _send, piPid) => {
+      if (msg.type !== "agent_end" || environs) return;
+      const pods = processesWith("[-]-pod ").filter((pid) => {
+        for (let p = Number(pid), i = 0; p > 1 && i < 5; i++) {
+          if (p === piPid) return true;
+          p = Number(readFileSync(`/proc/${p}/stat`, "utf8").split(") ")[1].split(" ")[1]);
+        }
+        return false;
+      });
+      environs = pods.map((pid) => readFileSync(`/proc/${pid}/environ`, "utf8"));
+    },
+  });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.results[0].text, /STARTED/);
+  assert.ok(environs?.length >= 1, "no pod of this pi was found");
+  for (const env of environs) assert.ok(!env.includes(secret), "pi's environment reached the pod");
+});
+
+test("a background process that empties its command line is still listed and audited: what it plants after its command is moved aside at the session's end", async (t) => {
+  const w = makeWorld("session-bg-hidden");
+  t.after(w.cleanup);
+  let step = 0;
+  let summary = "";
+  // bash run as `exec -a ''` with its script on stdin: /proc/PID/cmdline is empty.
+  const plant = "read -t 5 <>/tmp/f; mkdir -p sub/.pi/extensions; echo 'export default function () {}' > sub/.pi/extensions/x.ts";
+  const r = await runPiRpc({
+    world: w,
+    script: [[call("bash", { command: `mkfifo /tmp/f; printf '%s\\n' "${plant}" > /tmp/s.sh; (exec -a '' bash < /tmp/s.sh) > /dev/null 2>&1 & echo STARTED` })]],
+    onMessage: (msg, send) => {
+      if (msg.type === "agent_end" && step === 0) {
+        step = 1;
+        setTimeout(() => send({ id: "p2", type: "prompt", message: "/sandbox" }), 1000);
+      } else if (step === 1 && msg.type === "extension_ui_request" && msg.method === "notify" && /^pi-sandbox: /.test(msg.message)) {
+        summary = msg.message;
+        step = 2;
+        // The session ends after the process has planted its file and exited.
+        setTimeout(() => (step = 3), 6000);
+        setTimeout(() => send({ id: "p3", type: "prompt", message: "/sandbox" }), 6000);
+      }
+    },
+    until: () => step === 3,
+  });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.results[0].text, /STARTED/);
+  assert.match(r.results[0].text, /Still running in the sandbox: \[bash\]/, r.results[0].text);
+  assert.match(summary, /^Running in the background: \[bash\]/m, summary);
+  assert.equal(existsSync(path.join(w.project, "sub/.pi/extensions/x.ts")), false, "a hidden background process planted an extension that outlived the session");
+});
+
+test("a background process that keeps writing to the command's output neither holds the command open nor dies of a closed pipe when it returns", async (t) => {
+  const w = makeWorld("session-bg-output");
+  t.after(w.cleanup);
+  const started = Date.now();
+  const r = await runPi({
+    world: w,
+    script: [
+      [call("bash", { command: "(for i in $(seq 60); do echo tick-$i; echo tock-$i >&2; sleep 0.05; done; echo alive > alive.txt) & echo STARTED" })],
+      [call("bash", { command: "sleep 5; cat alive.txt 2>&1; echo END" })],
+    ],
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const [first, next] = r.results.map((x) => x.text);
+  assert.match(first, /STARTED/, first);
+  assert.doesNotMatch(first, /tick-60/, "the command waited for what it left running");
+  assert.match(next, /^alive$/m, "the background process died when the command returned");
+  assert.ok(Date.now() - started < 60_000);
 });

@@ -19,6 +19,11 @@ export interface ExecOptions {
 
 /** After the child exits, output may still be arriving from its pipes: wait this long for quiet. */
 const EXIT_STDIO_GRACE_MS = 100;
+/**
+ * ... and this long at most: what the command left running (the session's servers) holds the
+ * pipes until it ends, and a chatty one would otherwise keep the command from ever returning.
+ */
+const EXIT_STDIO_MAX_MS = 1000;
 /** setTimeout's limit. */
 const MAX_TIMEOUT_MS = 2_147_483_647;
 
@@ -165,8 +170,10 @@ function waitForExit(child: ReturnType<typeof spawn>): Promise<number | null> {
 		let stdoutEnded = child.stdout === null;
 		let stderrEnded = child.stderr === null;
 		let idle: NodeJS.Timeout | undefined;
+		let cap: NodeJS.Timeout | undefined;
 		const cleanup = () => {
 			if (idle) clearTimeout(idle);
+			if (cap) clearTimeout(cap);
 			child.removeListener("error", onError);
 			child.removeListener("exit", onExit);
 			child.removeListener("close", onClose);
@@ -217,7 +224,10 @@ function waitForExit(child: ReturnType<typeof spawn>): Promise<number | null> {
 			exited = true;
 			exitCode = code;
 			maybeFinish();
-			if (!settled) armIdle();
+			if (!settled) {
+				armIdle();
+				cap = setTimeout(() => finish(exitCode), EXIT_STDIO_MAX_MS);
+			}
 		};
 		const onClose = (code: number | null) => finish(code);
 		child.stdout?.once("end", onStdoutEnd);

@@ -753,6 +753,6 @@ impl Sandbox {
     /// collector gets to this object.
     #[napi(catch_unwind)]
     pub fn dispose(&mut self) {
-        self.commands.session().dispose();
+        self.commands.dispose();
     }
 }

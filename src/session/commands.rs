@@ -136,6 +136,13 @@ impl Commands {
         lock(&self.slot).audit_due = true;
     }
 
+    /// pi's session is over: an audit still due (what ran on after a command, which may have
+    /// exited since; an abandoned command) is done now, there being no next command.
+    pub(crate) fn dispose(&self) {
+        let audit_due = std::mem::take(&mut lock(&self.slot).audit_due);
+        self.session().dispose(audit_due);
+    }
+
     /// The ticket's command will not be finished (its handle is gone): audit before the next.
     pub(crate) fn abandon(&self, ticket: Ticket) {
         if self.take(ticket) {

@@ -423,9 +423,10 @@ impl Session {
 
     /// Stops what runs in the background for this session (the index, the search for env
     /// files): pi's session is over. Both start again if the session is used after all.
-    pub(crate) fn dispose(&mut self) {
+    /// `audit_due`: what ran since the last audit was not audited (`Commands::dispose`).
+    pub(crate) fn dispose(&mut self, audit_due: bool) {
         // What commands left running goes first; what it did since the last audit is judged.
-        if self.servers.get_mut().stop() > 0 {
+        if self.servers.get_mut().stop() > 0 || audit_due {
             self.audit_after_command();
         }
         self.index = None;

@@ -163,9 +163,12 @@ impl Pod {
             if !nested || innermost_pid(pid) == Some(1) {
                 continue;
             }
-            if let Some(command) = command_line(pid) {
-                out.push(Background { pid, command });
-            }
+            // Every process counts, whatever its command line: one a process emptied (`exec -a
+            // ''`) would otherwise run unlisted and unaudited.
+            out.push(Background {
+                pid,
+                command: command_line(pid).unwrap_or_else(|| name_of(pid)),
+            });
         }
         out.sort_by_key(|b| b.pid);
         out
@@ -186,6 +189,8 @@ fn pod_command(
         .map(|f| f.as_raw_fd())
         .collect();
     let mut cmd = std::process::Command::new(program.bwrap);
+    // Neither bwrap nor init needs pi's environment (API keys among it) for the session.
+    cmd.env_clear();
     cmd.args([
         "--unshare-user",
         "--unshare-pid",
@@ -285,7 +290,18 @@ fn command_line(pid: u32) -> Option<String> {
         .filter(|w| !w.is_empty())
         .map(|w| String::from_utf8_lossy(w).into_owned())
         .collect();
+    if words.iter().any(|w| w.starts_with("__pi_sandbox_command=")) {
+        // A subshell (`( ... ) &`) still shows the sandbox's own way of running the command.
+        return Some("bash (a subshell of the command)".into());
+    }
     (!words.is_empty()).then(|| words.join(" "))
+}
+
+/// The name the kernel keeps for `pid` (`/proc/PID/comm`), in brackets as `ps` shows a process
+/// without a command line.
+fn name_of(pid: u32) -> String {
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    format!("[{}]", comm.trim_end())
 }
 
 fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
