@@ -354,9 +354,8 @@ fn compared(scan: &Scan) -> impl Iterator<Item = &Found> {
     })
 }
 
-/// Other names of a protected path, and env files hidden under their link's name or as
-/// themselves with nothing else protecting them (which may also be protected as
-/// themselves): each defers to the path's own entry.
+/// Other names of a protected path, and env files hidden for their name alone (their own,
+/// or a link's): each defers to the path's own entry, if it has one.
 fn is_second_name(why: &Protection) -> bool {
     match why {
         Protection::LinkTarget { .. }
