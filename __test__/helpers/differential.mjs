@@ -535,6 +535,18 @@ function buildFixedTreeHere(w, variant) {
     // a file named commondir makes its directory a git dir for the audit
     write(P("config/app.json"), "{}\n");
     expect("new commondir next to a config/ directory", "write", "commondir");
+    // a dangling link whose target has `..` after components, in a folder matching
+    // denyWrite `*.pem`: the guard refuses the target it leads to, a new env file in a
+    // dependency tree (written directly, it is allowed and kept); the audit must move it
+    // although the scan also finds it as an env file, and lists that first (seed 1944865462)
+    fs.mkdirSync(P("deps/node_modules/pkg"), { recursive: true });
+    fs.mkdirSync(P("zz.pem"));
+    fs.symlinkSync("../deps/node_modules/pkg/../.env.local", P("zz.pem/up"));
+    expect("dangling link in a *.pem folder to a new .env.local in node_modules", "write", "zz.pem/up");
+    // a dangling link named `.env` (denyWrite) to a file of any name (seed 756863337)
+    fs.mkdirSync(P("pkg/modules/.env.d"), { recursive: true });
+    fs.symlinkSync("modules/.env.d/../../deep", P("pkg/.env"));
+    expect("dangling .env link to a new file named otherwise", "write", "pkg/.env");
     return { kind: "fixed (found)", fixed };
   }
   if (variant === "worktree") {

@@ -8,7 +8,9 @@
 //! judged by the entry's `OnChange` rule and, if unsafe, moved into a new quarantine
 //! directory with an unpredictable name (never deleted). When a path cannot be neutralised
 //! the audit fails closed: the finding is marked `blocking` and bash stays blocked until
-//! the path is gone or safe. New denyWrite matches are reported only: they are the user's data.
+//! the path is gone or safe. New denyWrite matches are moved aside too (the file tools may
+//! not create them either), as is what a protected link pointed to while it did not exist;
+//! a new env file that nothing else protects is the command's own, and stays.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -331,26 +333,38 @@ fn is_empty_dir(path: &Path) -> bool {
 
 /// What a scan found, one entry per path: a path found both under its own name and as a
 /// second name of another (a protected link's target, a hard link) is compared as itself,
-/// by its own entry's fingerprint.
+/// by its own entry's fingerprint. A path found only as second names is compared as a
+/// protected link's target when it is one: that alone is judged (a target the command
+/// created while the link dangled is moved aside). The others judge nothing, and met first
+/// they would record the path as seen: a new env file in a dependency tree, hidden as
+/// itself, that a `*.pem` folder's link points to, or the file a `.env` link leads to.
 fn compared(scan: &Scan) -> impl Iterator<Item = &Found> {
-    let direct: std::collections::HashSet<&Path> = scan
-        .all()
-        .filter(|f| !is_second_name(f))
-        .map(|f| f.path.as_path())
-        .collect();
-    scan.all()
-        .filter(move |f| !is_second_name(f) || !direct.contains(f.path.as_path()))
+    let paths = |keep: fn(&Protection) -> bool| -> std::collections::HashSet<&Path> {
+        (scan.all().filter(|f| keep(&f.why)))
+            .map(|f| f.path.as_path())
+            .collect()
+    };
+    let direct = paths(|why| !is_second_name(why));
+    let link_targets = paths(|why| matches!(why, Protection::LinkTarget { .. }));
+    scan.all().filter(move |f| {
+        let path = f.path.as_path();
+        !is_second_name(&f.why)
+            || (!direct.contains(path)
+                && (matches!(f.why, Protection::LinkTarget { .. }) || !link_targets.contains(path)))
+    })
 }
 
-/// Other names of a protected path, and env files hidden under their link's name (which
-/// may also be protected as themselves): each defers to the path's own entry.
-fn is_second_name(f: &Found) -> bool {
-    matches!(
-        f.why,
+/// Other names of a protected path, and env files hidden for their name alone (their own,
+/// or a link's): each defers to the path's own entry, if it has one.
+fn is_second_name(why: &Protection) -> bool {
+    match why {
         Protection::LinkTarget { .. }
-            | Protection::HardLink { .. }
-            | Protection::EnvFile { also: None }
-    )
+        | Protection::HardLink { .. }
+        | Protection::EnvFile { also: None } => true,
+        // A hard link to a hidden env file: hidden, and a second name all the same.
+        Protection::EnvFile { also: Some(also) } => is_second_name(also),
+        _ => false,
+    }
 }
 
 /// Moves `path` into the project's quarantine (`crate::surface::quarantine`); `restore` is written

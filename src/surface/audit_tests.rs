@@ -396,6 +396,50 @@ fn a_dangling_protected_links_target_made_by_the_command_is_moved_once() {
 }
 
 #[test]
+fn a_protected_links_target_made_as_an_env_file_is_moved_whichever_entry_comes_first() {
+    // The new file is found twice: as the target of a protected link, and as an env file
+    // (hidden as itself, in a dependency tree where denyWrite does not apply; or as what a
+    // link named `.env` leads to). The target is judged, whichever the scan lists first.
+    let cases: [(&str, &str, &str); 3] = [
+        // a link in a folder matching denyWrite `*.pem`, listed before the env file ...
+        (
+            "a.pem/up",
+            "../node_modules/pkg/../.env.local",
+            "node_modules/.env.local",
+        ),
+        // ... and after it
+        (
+            "z.pem/up",
+            "../node_modules/pkg/../.env.local",
+            "node_modules/.env.local",
+        ),
+        // a link named like an env file (denyWrite `.env`), to a file of any name
+        ("pkg/.env", "modules/.env.d/../../deep", "pkg/deep"),
+    ];
+    for (link, target, made) in cases {
+        let (_t, root, g) = setup();
+        for d in ["node_modules/pkg", "pkg/modules/.env.d"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::fs::create_dir_all(root.join(link).parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(target, root.join(link)).unwrap();
+        let mut a = auditor(&g);
+        a.baseline(&scan(&g, &root));
+        // the command writes through the dangling link, and an env file of its own
+        std::fs::write(root.join(link), "X=1\n").unwrap();
+        std::fs::write(root.join("node_modules/pkg/.env"), "Y=1\n").unwrap();
+        let found = a.after(&scan(&g, &root));
+        assert_eq!(found.len(), 1, "{link}: {found:?}");
+        assert_eq!(found[0].path, root.join(made), "{link}: {found:?}");
+        assert!(found[0].moved_to.is_some(), "{link}: {found:?}");
+        assert!(!root.join(made).exists(), "{link}");
+        // the env file the command made where nothing else protects it is its own
+        assert!(root.join("node_modules/pkg/.env").exists(), "{link}");
+        assert_eq!(a.after(&scan(&g, &root)), vec![], "{link}");
+    }
+}
+
+#[test]
 fn a_file_that_is_also_a_protected_links_target_is_compared_as_itself() {
     let (_t, root, g) = setup();
     let admin = root.join(".git/worktrees/wt");
