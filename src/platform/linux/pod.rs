@@ -133,9 +133,30 @@ impl Pod {
         Ok((self.user.try_clone()?, net, self.pid.try_clone()?))
     }
 
+    /// Whether a command's namespace may still hold something: a command's bwrap that leaves
+    /// a process behind leaves its own pid 1 with it, which becomes a child of the pod's pid 1
+    /// (two small reads, against a walk of every process). True when it cannot be told.
+    fn may_hold_background(&self) -> bool {
+        let children =
+            |pid: u32| std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"));
+        let Some(bwrap) = self.bwrap.as_ref().map(|b| b.id()) else {
+            return false;
+        };
+        let Ok(init) = children(bwrap) else {
+            return true;
+        };
+        match init.split_whitespace().next().map(str::parse::<u32>) {
+            Some(Ok(init)) => children(init).map_or(true, |c| !c.trim().is_empty()),
+            _ => true,
+        }
+    }
+
     /// The processes commands left running here: every process in a pid namespace nested in
     /// the pod's but the namespaces' own first processes (bwrap's reapers).
     pub(crate) fn background(&self) -> Vec<Background> {
+        if !self.may_hold_background() {
+            return vec![];
+        }
         let Ok(dir) = std::fs::read_dir("/proc") else {
             return vec![];
         };
