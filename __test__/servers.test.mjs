@@ -20,15 +20,21 @@ function processesWith(marker) {
   }
 }
 
+/** A port for a test's `http.server` and the marker that finds it; whatever still runs with it
+ * when the test ends is killed. */
+function serverPort(t, port) {
+  const marker = `http.server ${port}`;
+  t.after(() => {
+    for (const pid of processesWith(marker)) process.kill(Number(pid), "SIGKILL");
+  });
+  return { port, marker };
+}
+
 for (const network of ["filtered", "off"]) {
   test(`servers live for the session (network ${network}): a server one bash call starts in the background answers the next on 127.0.0.1 and localhost, the note says it runs on, and it is gone when the session ends`, async (t) => {
     const w = makeWorld(`session-server-${network}`);
     t.after(w.cleanup);
-    const port = 20000 + ((process.pid * 7 + (network === "off" ? 1 : 0)) % 20000);
-    const marker = `http.server ${port}`;
-    t.after(() => {
-      for (const pid of processesWith(marker)) process.kill(Number(pid), "SIGKILL");
-    });
+    const { port, marker } = serverPort(t, 20000 + ((process.pid * 7 + (network === "off" ? 1 : 0)) % 20000));
     const r = await runPi({
       world: w,
       args: ["--sandbox-network", network],
@@ -54,11 +60,7 @@ for (const network of ["filtered", "off"]) {
 test("/sandbox lists what commands left running and /sandbox stop ends it", async (t) => {
   const w = makeWorld("session-server-stop");
   t.after(w.cleanup);
-  const port = 40000 + (process.pid % 20000);
-  const marker = `http.server ${port}`;
-  t.after(() => {
-    for (const pid of processesWith(marker)) process.kill(Number(pid), "SIGKILL");
-  });
+  const { port, marker } = serverPort(t, 40000 + (process.pid % 20000));
   const reports = [];
   let step = 0;
   let runningDuring = [];
@@ -91,11 +93,7 @@ test("/sandbox lists what commands left running and /sandbox stop ends it", asyn
 test("a command that times out takes what it started with it: its background server is gone for the next command", async (t) => {
   const w = makeWorld("session-server-timeout");
   t.after(w.cleanup);
-  const port = 30000 + (process.pid % 10000);
-  const marker = `http.server ${port}`;
-  t.after(() => {
-    for (const pid of processesWith(marker)) process.kill(Number(pid), "SIGKILL");
-  });
+  const { port, marker } = serverPort(t, 30000 + (process.pid % 10000));
   const r = await runPi({
     world: w,
     script: [
@@ -146,11 +144,7 @@ test("what a background process writes on pi's control surface between commands 
 test("a server that writes its log to the command's own output keeps serving after the command returned", async (t) => {
   const w = makeWorld("session-server-output");
   t.after(w.cleanup);
-  const port = 50000 + (process.pid % 10000);
-  const marker = `http.server ${port}`;
-  t.after(() => {
-    for (const pid of processesWith(marker)) process.kill(Number(pid), "SIGKILL");
-  });
+  const { port, marker } = serverPort(t, 50000 + (process.pid % 10000));
   // http.server logs every request to stderr: the command's output, which pi stops reading.
   const get = `curl -sS --max-time 5 -o /dev/null -w 'HTTP-%{http_code}\\n' http://127.0.0.1:${port}/`;
   const r = await runPi({
@@ -171,11 +165,7 @@ test("a server that writes its log to the command's own output keeps serving aft
 test("a port held by a server an earlier command left running: the note names it and how to end it", async (t) => {
   const w = makeWorld("session-server-port");
   t.after(w.cleanup);
-  const port = 31000 + (process.pid % 10000);
-  const marker = `http.server ${port}`;
-  t.after(() => {
-    for (const pid of processesWith(marker)) process.kill(Number(pid), "SIGKILL");
-  });
+  const { port, marker } = serverPort(t, 31000 + (process.pid % 10000));
   const r = await runPi({
     world: w,
     script: [

@@ -66,21 +66,9 @@ pub(crate) fn wait_or_kill(
 /// group (bwrap's pid 1, whose end ends the command's pid namespace). Children first found are
 /// killed first; what a dying process forks meanwhile is in a namespace that dies with it.
 pub(crate) fn kill_tree(root: u32) {
-    let mut parents: Vec<(u32, u32)> = Vec::new();
-    if let Ok(dir) = std::fs::read_dir("/proc") {
-        for entry in dir.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|s| s.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            if let Some(ppid) = parent_of(pid) {
-                parents.push((pid, ppid));
-            }
-        }
-    }
+    let parents: Vec<(u32, u32)> = pids()
+        .filter_map(|pid| Some((pid, parent_of(pid)?)))
+        .collect();
     let mut tree = vec![root];
     let mut i = 0;
     while i < tree.len() {
@@ -99,4 +87,21 @@ fn parent_of(pid: u32) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = &stat[stat.rfind(')')? + 1..];
     rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The pids in `/proc` now (none where it cannot be read).
+pub(crate) fn pids() -> impl Iterator<Item = u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+}
+
+/// The inode of the pid namespace `pid` is in (`/proc/<pid>/ns/pid`).
+pub(crate) fn pid_namespace(pid: u32) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(format!("/proc/{pid}/ns/pid"))
+        .ok()
+        .map(|m| m.ino())
 }

@@ -179,12 +179,7 @@ pub(crate) fn init_to_run() -> Result<(PathBuf, Option<OwnedFd>), LaunchError> {
         let fd = reopen(memfd).map_err(|e| LaunchError::Pod(e.to_string()))?;
         return Ok((PathBuf::new(), Some(fd)));
     }
-    init_program()?;
-    init_candidates()
-        .into_iter()
-        .find(|p| std::fs::read(p).is_ok_and(|b| b.starts_with(b"\x7fELF")))
-        .map(|p| (p, None))
-        .ok_or_else(|| LaunchError::Pod("pi-sandbox-init is not on disk".into()))
+    init_found().map(|(path, _)| (path.clone(), None))
 }
 
 /// The socket supervisor for one command, started: it judges the command's `connect` and
@@ -269,14 +264,19 @@ fn open_fd(
 /// addon, or for Rust's own tests the target directory): the copy taken when pi started
 /// is what every sandbox runs, whatever happens to the file later.
 fn init_program() -> Result<&'static [u8], LaunchError> {
-    static INIT: once_cell::sync::OnceCell<Result<Vec<u8>, String>> =
+    init_found().map(|(_, bytes)| bytes.as_slice())
+}
+
+/// Where `pi-sandbox-init` was found, and its bytes (`init_program`).
+fn init_found() -> Result<&'static (PathBuf, Vec<u8>), LaunchError> {
+    static INIT: once_cell::sync::OnceCell<Result<(PathBuf, Vec<u8>), String>> =
         once_cell::sync::OnceCell::new();
     INIT.get_or_init(|| {
         let tried = init_candidates();
         for path in &tried {
             if let Ok(bytes) = std::fs::read(path) {
                 if bytes.starts_with(b"\x7fELF") {
-                    return Ok(bytes);
+                    return Ok((path.clone(), bytes));
                 }
             }
         }
@@ -290,7 +290,6 @@ fn init_program() -> Result<&'static [u8], LaunchError> {
         ))
     })
     .as_ref()
-    .map(Vec::as_slice)
     .map_err(|e| LaunchError::Supervisor(e.clone()))
 }
 

@@ -157,26 +157,15 @@ impl Pod {
         if !self.may_hold_background() {
             return vec![];
         }
-        let Ok(dir) = std::fs::read_dir("/proc") else {
-            return vec![];
-        };
         let mut parents: std::collections::HashMap<u64, bool> = Default::default();
         let mut out = Vec::new();
-        for entry in dir.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|s| s.parse::<u32>().ok())
-            else {
+        for pid in crate::process::pids() {
+            let Some(ns) = crate::process::pid_namespace(pid) else {
                 continue;
             };
-            // The link's text names the namespace ("pid:[<inode>]"): no open for most.
-            let link = format!("/proc/{pid}/ns/pid");
-            let Ok(name) = std::fs::read_link(&link) else {
-                continue;
-            };
-            let nested = *parents.entry(name_ino(&name)).or_insert_with(|| {
-                std::fs::File::open(&link)
+            // Once per namespace: whether it is nested in the pod's.
+            let nested = *parents.entry(ns).or_insert_with(|| {
+                std::fs::File::open(format!("/proc/{pid}/ns/pid"))
                     .ok()
                     .and_then(|ns| parent_ns(&ns))
                     .is_some_and(|p| p == self.pid_ns)
@@ -286,15 +275,6 @@ fn parent_ns(ns: &std::fs::File) -> Option<u64> {
     // SAFETY: a new descriptor we own.
     let parent = unsafe { std::fs::File::from_raw_fd(fd) };
     parent.metadata().ok().map(|m| m.ino())
-}
-
-/// The inode in a namespace link's text (`pid:[4026531836]`); 0 if it has none.
-fn name_ino(name: &Path) -> u64 {
-    let text = name.to_string_lossy();
-    text.rsplit_once('[')
-        .and_then(|(_, n)| n.strip_suffix(']'))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
 }
 
 /// The pid `pid` has in its own (innermost) pid namespace.

@@ -27,6 +27,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use crate::policy::bash::Network;
+use crate::process::pid_namespace;
 
 use super::fd_passing;
 
@@ -405,14 +406,7 @@ impl Caller {
     fn holds_all(&self, sockets: &[u32]) -> bool {
         let wanted: Vec<String> = sockets.iter().map(|i| format!("socket:[{i}]")).collect();
         let mut found = vec![false; wanted.len()];
-        let Ok(procs) = std::fs::read_dir("/proc") else {
-            return false;
-        };
-        for pid in procs
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-            .filter(|&pid| pid_namespace(pid) == Some(self.pid_ns))
-        {
+        for pid in crate::process::pids().filter(|&pid| pid_namespace(pid) == Some(self.pid_ns)) {
             let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
                 continue;
             };
@@ -755,12 +749,4 @@ fn listeners(diag: &OwnedFd) -> std::io::Result<Vec<Listener>> {
 
 fn align4(n: usize) -> usize {
     (n + 3) & !3
-}
-
-/// The inode of `pid`'s PID namespace.
-fn pid_namespace(pid: u32) -> Option<u64> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(format!("/proc/{pid}/ns/pid"))
-        .ok()
-        .map(|m| m.ino())
 }
